@@ -1,0 +1,31 @@
+from setuptools import find_namespace_packages, setup
+
+setup(
+    name="dbt-branchspark",
+    version="0.1.0",
+    description="Git-like branches and row-level merge for a Spark lakehouse, as a dbt adapter",
+    python_requires=">=3.11",
+    packages=find_namespace_packages(include=["dbt", "dbt.*"]),
+    include_package_data=True,
+    package_data={
+        "dbt.include.branchspark": ["dbt_project.yml", "profile_template.yml", "macros/**/*.sql"],
+        "dbt.adapters.branchspark.catalog": ["migrations/*.py", "migrations/versions/*.py", "alembic.ini"],
+    },
+    install_requires=[
+        "pyspark[connect]>=4.0,<5",
+        "pandas<3",
+        "pyarrow",
+        "dbt-core>=1.11,<1.12",
+        "dbt-spark[session]>=1.11,<1.12",
+        "dbt-adapters>=1.24.1,<2",
+        "SQLAlchemy>=2.0,<3",
+        "alembic>=1.13",
+        "click>=8.1",
+        "rich>=13",
+        "psycopg[binary]>=3.1",
+    ],
+    extras_require={
+        "test": ["dbt-tests-adapter>=1.20,<1.21", "pytest>=8,<10", "hypothesis>=6", "pytest-xdist>=3"],
+    },
+    entry_points={"console_scripts": ["branchspark=dbt.adapters.branchspark.cli.main:cli"]},
+)
