@@ -1,0 +1,429 @@
+"""The catalog store: branches, commits and immutable object versions in SQL.
+
+Every change is one database transaction that ends by moving a branch head
+with compare-and-swap (`UPDATE ... WHERE head = expected`), as Nessie and
+pyiceberg's SQL catalog do. Rows that no commit names yet are harmless: a
+crashed writer leaves at most unreferenced rows and files, never a half
+commit. Versions, schemas, segments and tombstones are immutable, so they are
+cached forever once read.
+"""
+from __future__ import annotations
+
+import os
+import threading
+import uuid
+from collections.abc import Iterable, Iterator
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import create_engine, event, insert, select, update
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.pool import NullPool
+
+from .. import errors
+from . import models as m
+from .state import (
+    BranchInfo,
+    Column,
+    CommitInfo,
+    DatabaseState,
+    OpInfo,
+    Root,
+    Schema,
+    SegmentInfo,
+    TableState,
+    TombstoneInfo,
+)
+
+MAIN = "main"
+_MIGRATIONS = Path(__file__).parent / "migrations"
+_ONE_MICROSECOND = 1
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+def _to_us(ts: datetime) -> int:
+    return int((ts - datetime(1970, 1, 1)).total_seconds() * 1_000_000)
+
+
+def _from_us(us: int) -> datetime:
+    return datetime(1970, 1, 1) + timedelta(microseconds=us)
+
+
+def make_engine(url: str) -> Engine:
+    if url.startswith("sqlite"):
+        # NullPool: every use opens its own SQLite connection, which is safe across threads and forks.
+        engine = create_engine(url, poolclass=NullPool, connect_args={"timeout": 120, "check_same_thread": False})
+
+        @event.listens_for(engine, "connect")
+        def _on_connect(dbapi_connection, _record):
+            # Let SQLAlchemy, not pysqlite, decide when transactions begin (see `_on_begin`).
+            dbapi_connection.isolation_level = None
+            cursor = dbapi_connection.cursor()
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA busy_timeout=120000")
+            cursor.close()
+
+        @event.listens_for(engine, "begin")
+        def _on_begin(conn):
+            # A writer takes SQLite's write lock up front, so two writers queue instead of deadlocking.
+            conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get("bs_write") else "BEGIN")
+
+        return engine
+    return create_engine(url, pool_pre_ping=True, hide_parameters=True)
+
+
+class CatalogStore:
+    def __init__(self, url: str):
+        self.url = url
+        self.engine = make_engine(url)
+        self._cache: dict[tuple[str, str], object] = {}
+        self._cache_lock = threading.Lock()
+        self._migrate_and_bootstrap()
+
+    # ------------------------------------------------------------------ setup
+    def _write(self) -> Connection:
+        return self.engine.connect().execution_options(bs_write=True)
+
+    def _lock_catalog(self, conn: Connection) -> None:
+        """Serialise commits: SQLite already holds its write lock; PostgreSQL takes an advisory lock."""
+        if conn.dialect.name == "postgresql":
+            conn.exec_driver_sql("SELECT pg_advisory_xact_lock(7419283)")
+
+    def _migrate_and_bootstrap(self) -> None:
+        config = Config()
+        config.set_main_option("script_location", str(_MIGRATIONS))
+        with self._write() as conn, conn.begin():
+            self._lock_catalog(conn)
+            config.attributes["connection"] = conn
+            command.upgrade(config, "head")
+            if conn.execute(select(m.Counter).where(m.Counter.name == "seq")).first() is None:
+                self._bootstrap(conn)
+
+    def _bootstrap(self, conn: Connection) -> None:
+        now = utcnow()
+        commit_id = new_id()
+        conn.execute(insert(m.Counter), [{"name": "seq", "value": 1}, {"name": "ts_us", "value": _to_us(now)}])
+        conn.execute(insert(m.Commit).values(id=commit_id, seq=1, ts=now, parent_id=None, merge_parent_id=None,
+                                             message="initialize catalog", author=None,
+                                             root=Root({}, {}).to_json()))
+        conn.execute(insert(m.Branch).values(name=MAIN, head=commit_id, protected=False, created_at=now,
+                                             created_from=None))
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+    # -------------------------------------------------------------- sequence
+    def allocate_seq(self) -> int:
+        """A number above every commit and data file so far: it orders files and tombstones."""
+        with self._write() as conn, conn.begin():
+            self._lock_catalog(conn)
+            return self._next_seq(conn)
+
+    @staticmethod
+    def _next_seq(conn: Connection) -> int:
+        conn.execute(update(m.Counter).where(m.Counter.name == "seq").values(value=m.Counter.value + 1))
+        return conn.execute(select(m.Counter.value).where(m.Counter.name == "seq")).scalar_one()
+
+    # -------------------------------------------------------------- branches
+    @staticmethod
+    def _branch_info(row) -> BranchInfo:
+        return BranchInfo(row.name, row.head, bool(row.protected), row.created_at, row.created_from)
+
+    def get_branch(self, name: str) -> BranchInfo:
+        with self.engine.connect() as conn:
+            row = conn.execute(select(m.Branch).where(m.Branch.name == name)).first()
+        if row is None:
+            raise errors.BranchNotFound(name)
+        return self._branch_info(row)
+
+    def find_branch(self, name: str) -> BranchInfo | None:
+        try:
+            return self.get_branch(name)
+        except errors.BranchNotFound:
+            return None
+
+    def list_branches(self) -> list[BranchInfo]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(m.Branch).order_by(m.Branch.name)).all()
+        return [self._branch_info(r) for r in rows]
+
+    def create_branch(self, name: str, head: str, created_from: str | None) -> BranchInfo:
+        with self._write() as conn, conn.begin():
+            if conn.execute(select(m.Branch.name).where(m.Branch.name == name)).first() is not None:
+                raise errors.AlreadyExists("branch", name)
+            now = utcnow()
+            conn.execute(insert(m.Branch).values(name=name, head=head, protected=False, created_at=now,
+                                                 created_from=created_from))
+        return BranchInfo(name, head, False, now, created_from)
+
+    def drop_branch(self, name: str) -> None:
+        with self._write() as conn, conn.begin():
+            if conn.execute(m.Branch.__table__.delete().where(m.Branch.name == name)).rowcount == 0:
+                raise errors.BranchNotFound(name)
+
+    def set_protected(self, name: str, protected: bool) -> None:
+        with self._write() as conn, conn.begin():
+            result = conn.execute(update(m.Branch).where(m.Branch.name == name).values(protected=protected))
+            if result.rowcount == 0:
+                raise errors.BranchNotFound(name)
+
+    def move_branch(self, name: str, expected: str, new_head: str) -> None:
+        """Point a branch at an existing commit (fast-forward, reset), by compare-and-swap."""
+        with self._write() as conn, conn.begin():
+            self._swap_head(conn, name, expected, new_head)
+
+    def _swap_head(self, conn: Connection, branch: str, expected: str, new_head: str) -> None:
+        result = conn.execute(update(m.Branch).where(m.Branch.name == branch, m.Branch.head == expected)
+                              .values(head=new_head))
+        if result.rowcount != 1:
+            current = conn.execute(select(m.Branch.head).where(m.Branch.name == branch)).scalar()
+            if current is None:
+                raise errors.BranchNotFound(branch)
+            raise errors.StaleHead(branch, expected, current)
+
+    # --------------------------------------------------------------- commits
+    def _cached(self, kind: str, key: str):
+        return self._cache.get((kind, key))
+
+    def _remember(self, kind: str, key: str, value) -> None:
+        with self._cache_lock:
+            self._cache[(kind, key)] = value
+
+    def get_commit(self, commit_id: str) -> CommitInfo:
+        hit = self._cached("commit", commit_id)
+        if hit is not None:
+            return hit
+        with self.engine.connect() as conn:
+            row = conn.execute(select(m.Commit).where(m.Commit.id == commit_id)).first()
+        if row is None:
+            raise errors.CommitNotFound(commit_id)
+        return self._commit_from_row(row)
+
+    def _commit_from_row(self, row) -> CommitInfo:
+        parents = tuple(p for p in (row.parent_id, row.merge_parent_id) if p)
+        info = CommitInfo(row.id, row.seq, row.ts, parents, row.message, row.author)
+        self._remember("commit", row.id, info)
+        self._remember("root", row.id, Root.from_json(row.root))
+        return info
+
+    def find_commit_by_prefix(self, prefix: str) -> CommitInfo | None:
+        if len(prefix) < 6 or any(ch not in "0123456789abcdef" for ch in prefix.lower()):
+            return None
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(m.Commit).where(m.Commit.id.like(prefix.lower() + "%")).limit(2)).all()
+        if len(rows) != 1:
+            return None
+        return self._commit_from_row(rows[0])
+
+    def root(self, commit_id: str) -> Root:
+        hit = self._cached("root", commit_id)
+        if hit is None:
+            self.get_commit(commit_id)
+            hit = self._cached("root", commit_id)
+        return hit
+
+    def operations(self, commit_id: str) -> tuple[OpInfo, ...]:
+        hit = self._cached("ops", commit_id)
+        if hit is not None:
+            return hit
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(m.CommitOperation).where(m.CommitOperation.commit_id == commit_id)
+                                .order_by(m.CommitOperation.id)).all()
+        ops = tuple(OpInfo(r.object_kind, r.object_id, r.object_name, r.op, r.detail or {}) for r in rows)
+        self._remember("ops", commit_id, ops)
+        return ops
+
+    def commits(self, ids: Iterable[str]) -> dict[str, CommitInfo]:
+        wanted = [i for i in set(ids) if self._cached("commit", i) is None]
+        if wanted:
+            with self.engine.connect() as conn:
+                for chunk in _chunks(wanted, 500):
+                    for row in conn.execute(select(m.Commit).where(m.Commit.id.in_(chunk))).all():
+                        self._commit_from_row(row)
+        return {i: self.get_commit(i) for i in ids}
+
+    def ancestors(self, commit_id: str) -> Iterator[CommitInfo]:
+        """Every commit reachable from `commit_id`, newest (highest seq) first."""
+        import heapq
+
+        seen = {commit_id}
+        heap = [(-self.get_commit(commit_id).seq, commit_id)]
+        while heap:
+            _, cid = heapq.heappop(heap)
+            info = self.get_commit(cid)
+            yield info
+            for parent in info.parents:
+                if parent not in seen:
+                    seen.add(parent)
+                    heapq.heappush(heap, (-self.get_commit(parent).seq, parent))
+
+    def first_parents(self, commit_id: str) -> Iterator[CommitInfo]:
+        cid: str | None = commit_id
+        while cid:
+            info = self.get_commit(cid)
+            yield info
+            cid = info.parents[0] if info.parents else None
+
+    def reachable_commits(self, heads: Iterable[str]) -> set[str]:
+        """Every commit reachable from `heads`, from one scan of the commit graph."""
+        with self.engine.connect() as conn:
+            edges = {r.id: (r.parent_id, r.merge_parent_id)
+                     for r in conn.execute(select(m.Commit.id, m.Commit.parent_id, m.Commit.merge_parent_id))}
+        seen: set[str] = set()
+        stack = [h for h in heads if h]
+        while stack:
+            cid = stack.pop()
+            if cid in seen or cid not in edges:
+                continue
+            seen.add(cid)
+            stack.extend(p for p in edges[cid] if p)
+        return seen
+
+    def pinned_commits(self) -> list[str]:
+        """Commits that hold files although no branch points at them (none yet; paused merges will)."""
+        return []
+
+    def all_commit_roots(self) -> Iterator[tuple[str, Root]]:
+        with self.engine.connect() as conn:
+            for row in conn.execute(select(m.Commit.id, m.Commit.root)):
+                yield row.id, Root.from_json(row.root)
+
+    def commit(
+        self,
+        branch: str,
+        expected_head: str,
+        root: Root,
+        *,
+        databases: Iterable[DatabaseState] = (),
+        tables: Iterable[TableState] = (),
+        schemas: Iterable[Schema] = (),
+        segments: Iterable[SegmentInfo] = (),
+        tombstones: Iterable[TombstoneInfo] = (),
+        operations: Iterable[OpInfo] = (),
+        message: str = "",
+        author: str | None = None,
+        merge_parent: str | None = None,
+        allow_protected: bool = False,
+        fault=None,
+    ) -> CommitInfo:
+        """Write new versions and one commit, and move the branch head from `expected_head` to it."""
+        commit_id = new_id()
+        with self._write() as conn, conn.begin():
+            self._lock_catalog(conn)
+            branch_row = conn.execute(select(m.Branch).where(m.Branch.name == branch)).first()
+            if branch_row is None:
+                raise errors.BranchNotFound(branch)
+            if branch_row.head != expected_head:
+                raise errors.StaleHead(branch, expected_head, branch_row.head)
+            if branch_row.protected and not allow_protected:
+                raise errors.ProtectedBranch(branch)
+            seq = self._next_seq(conn)
+            last_us = conn.execute(select(m.Counter.value).where(m.Counter.name == "ts_us")).scalar_one()
+            ts_us = max(_to_us(utcnow()), last_us + _ONE_MICROSECOND)  # strictly increasing commit time
+            conn.execute(update(m.Counter).where(m.Counter.name == "ts_us").values(value=ts_us))
+            ts = _from_us(ts_us)
+            self._insert_rows(conn, databases, tables, schemas, segments, tombstones)
+            conn.execute(insert(m.Commit).values(id=commit_id, seq=seq, ts=ts, parent_id=expected_head,
+                                                 merge_parent_id=merge_parent, message=message, author=author,
+                                                 root=root.to_json()))
+            op_rows = [{"commit_id": commit_id, "object_kind": o.object_kind, "object_id": o.object_id,
+                        "object_name": o.object_name, "op": o.op, "detail": o.detail} for o in operations]
+            if op_rows:
+                conn.execute(insert(m.CommitOperation), op_rows)
+            if fault:
+                fault("commit.before_head_swap")
+            self._swap_head(conn, branch, expected_head, commit_id)
+        parents = (expected_head, merge_parent) if merge_parent else (expected_head,)
+        info = CommitInfo(commit_id, seq, ts, parents, message, author)
+        self._remember("commit", commit_id, info)
+        self._remember("root", commit_id, root)
+        return info
+
+    def _insert_rows(self, conn, databases, tables, schemas, segments, tombstones) -> None:
+        db_rows = [{"id": d.version_id, "database_id": d.id, "name": d.name, "properties": d.properties}
+                   for d in databases]
+        if db_rows:
+            conn.execute(insert(m.DatabaseVersion), db_rows)
+        table_rows = [{
+            "id": t.version_id, "table_id": t.id, "database_id": t.database_id, "name": t.name, "kind": t.kind,
+            "properties": t.properties, "partition_by": list(t.partition_by), "primary_key": list(t.primary_key),
+            "schema_id": t.schema_id, "schema_history": list(t.schema_history), "segments": list(t.segments),
+            "tombstones": list(t.tombstones), "next_column_id": t.next_column_id, "view_sql": t.view_sql,
+        } for t in tables]
+        if table_rows:
+            conn.execute(insert(m.TableVersion), table_rows)
+        schema_rows = [{"id": s.id, "table_id": table_id, "columns": [c.to_row() for c in s.columns]}
+                       for s, table_id in schemas]
+        if schema_rows:
+            conn.execute(insert(m.SchemaVersion), schema_rows)
+        seg_rows = [{"id": s.id, "table_id": s.table_id, "path": s.path, "seq": s.seq, "schema_id": s.schema_id,
+                     "kind": s.kind, "partition_by": list(s.partition_by), "partition_values": s.partition_values}
+                    for s in segments]
+        if seg_rows:
+            conn.execute(insert(m.Segment), seg_rows)
+        tomb_rows = [{"id": t.id, "table_id": t.table_id, "path": t.path, "seq": t.seq, "schema_id": t.schema_id,
+                      "row_count": t.row_count, "target_segments": list(t.target_segments)} for t in tombstones]
+        if tomb_rows:
+            conn.execute(insert(m.Tombstone), tomb_rows)
+
+    # ---------------------------------------------------- immutable versions
+    def _load(self, kind: str, model, ids: Iterable[str], convert) -> dict:
+        ids = list(dict.fromkeys(ids))
+        missing = [i for i in ids if self._cached(kind, i) is None]
+        if missing:
+            with self.engine.connect() as conn:
+                for chunk in _chunks(missing, 500):
+                    for row in conn.execute(select(model).where(model.id.in_(chunk))).all():
+                        self._remember(kind, row.id, convert(row))
+        return {i: self._cached(kind, i) for i in ids}
+
+    def databases(self, version_ids: Iterable[str]) -> dict[str, DatabaseState]:
+        return self._load("database", m.DatabaseVersion, version_ids,
+                          lambda r: DatabaseState(r.id, r.database_id, r.name, dict(r.properties or {})))
+
+    def tables(self, version_ids: Iterable[str]) -> dict[str, TableState]:
+        return self._load("table", m.TableVersion, version_ids, lambda r: TableState(
+            r.id, r.table_id, r.database_id, r.name, r.kind, dict(r.properties or {}), tuple(r.partition_by or ()),
+            tuple(r.primary_key or ()), r.schema_id, tuple(r.schema_history or ()), tuple(r.segments or ()),
+            tuple(r.tombstones or ()), r.next_column_id, r.view_sql))
+
+    def schemas(self, ids: Iterable[str]) -> dict[str, Schema]:
+        return self._load("schema", m.SchemaVersion, ids,
+                          lambda r: Schema(r.id, tuple(Column.from_row(c) for c in r.columns)))
+
+    def segments(self, ids: Iterable[str]) -> dict[str, SegmentInfo]:
+        return self._load("segment", m.Segment, ids, lambda r: SegmentInfo(
+            r.id, r.table_id, r.path, r.seq, r.schema_id, r.kind, tuple(r.partition_by or ()),
+            dict(r.partition_values or {})))
+
+    def tombstones(self, ids: Iterable[str]) -> dict[str, TombstoneInfo]:
+        return self._load("tombstone", m.Tombstone, ids, lambda r: TombstoneInfo(
+            r.id, r.table_id, r.path, r.seq, r.schema_id, r.row_count, tuple(r.target_segments or ())))
+
+    def all_table_version_ids(self) -> set[str]:
+        with self.engine.connect() as conn:
+            return set(conn.execute(select(m.TableVersion.id)).scalars())
+
+
+def _chunks(items: list, size: int) -> Iterator[list]:
+    for start in range(0, len(items), size):
+        yield items[start:start + size]
+
+
+def default_catalog_url(warehouse: str) -> str:
+    """The embedded default: a SQLite file beside the warehouse's data (local warehouses only)."""
+    path = warehouse[len("file://"):] if warehouse.startswith("file://") else warehouse
+    if "://" in path:
+        raise errors.InvalidArgument(
+            f"warehouse '{warehouse}' is not a local path, so there is no default catalog: give a catalog URL")
+    os.makedirs(path, exist_ok=True)
+    return f"sqlite:///{os.path.abspath(os.path.join(path, 'catalog.db'))}"

@@ -1,0 +1,85 @@
+"""Profile fields of a `type: branchspark` target."""
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Dict, Optional, Tuple
+
+from dbt.adapters.spark.connections import SparkCredentials
+from dbt_common.exceptions import DbtRuntimeError
+
+SESSION_METHOD = "session"
+CONNECT_URL_PREFIX = "sc://"
+
+
+@dataclass
+class BranchSparkCredentials(SparkCredentials):
+    # dbt-spark requires a host even for in-process sessions; we do not.
+    host: Optional[str] = "localhost"
+    # `session` (in-process Spark) or a Spark Connect URL (sc://host:port).
+    method: str = SESSION_METHOD  # type: ignore[assignment]
+    branch: str = "main"
+    # SQLAlchemy URL of the catalog; None means a SQLite file in the warehouse.
+    catalog: Optional[str] = None
+    # Where table data goes; relative paths are taken from the project dir.
+    warehouse: Optional[str] = None
+    spark_config: Dict[str, Any] = field(default_factory=dict)
+    # Create `branch` from this branch when it does not exist yet.
+    create_branch_from: Optional[str] = None
+
+    def __post_init__(self) -> None:
+        if self.schema is None:
+            raise DbtRuntimeError("Must specify `schema` in a branchspark profile")
+        # Spark has no databases above schemas: database is the schema, as in dbt-spark.
+        if self.database is not None and self.database != self.schema:
+            raise DbtRuntimeError(
+                f"schema: {self.schema}, database: {self.database}: on branchspark, database "
+                f"must be omitted or equal to schema"
+            )
+        self.database = None
+        method = str(self.method or SESSION_METHOD)
+        if method != SESSION_METHOD and not method.startswith(CONNECT_URL_PREFIX):
+            raise DbtRuntimeError(
+                f"method: {method}: branchspark supports `session` (in-process Spark) or a "
+                f"Spark Connect URL such as sc://localhost:15002"
+            )
+        self.method = method
+        if not self.branch:
+            raise DbtRuntimeError("branch: must name a catalog branch (e.g. main)")
+        self.spark_config = {str(k): str(v) for k, v in (self.spark_config or {}).items()}
+        self.server_side_parameters = {str(k): str(v) for k, v in self.server_side_parameters.items()}
+
+    @property
+    def type(self) -> str:
+        return "branchspark"
+
+    @property
+    def unique_field(self) -> str:
+        return f"{self.resolved_warehouse()}#{self.branch}"
+
+    @property
+    def is_remote(self) -> bool:
+        return self.method.startswith(CONNECT_URL_PREFIX)
+
+    def _connection_keys(self) -> Tuple[str, ...]:
+        return ("method", "branch", "catalog", "warehouse", "schema", "create_branch_from")
+
+    def resolved_warehouse(self) -> str:
+        """Absolute warehouse location: URIs as given, paths relative to the project dir."""
+        warehouse = self.warehouse or "warehouse"
+        if "://" in warehouse or warehouse.startswith("file:"):
+            return warehouse
+        warehouse = os.path.expanduser(warehouse)
+        if not os.path.isabs(warehouse):
+            warehouse = os.path.join(_project_dir(), warehouse)
+        return os.path.normpath(warehouse)
+
+
+def _project_dir() -> str:
+    """The dbt project dir of this invocation (its --project-dir), else the cwd."""
+    try:
+        from dbt.flags import get_flags
+
+        project_dir = getattr(get_flags(), "PROJECT_DIR", None)
+    except Exception:  # flags are not set outside a dbt invocation
+        project_dir = None
+    return os.path.abspath(project_dir or os.getcwd())

@@ -1,0 +1,307 @@
+"""The core's entry point: a catalog of branches over Parquet tables written by Spark.
+
+    lh = Lakehouse(spark, warehouse="/data/wh")          # SQLite catalog in the warehouse
+    lh.create_branch("dev")                              # one row: no data, no per-table rows
+    with lh.transaction("dev", message="load") as tx:   # one atomic commit
+        tx.create_database("analytics")
+        tx.create_table_as("analytics.orders", df)
+    lh.read("analytics.orders", at="dev")               # a Spark DataFrame
+
+Plain PySpark: nothing here imports dbt. See docs/core-api.md.
+"""
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from pyspark.sql import DataFrame, SparkSession
+
+from . import errors
+from .catalog.namespace import Namespace, check_branch_name
+from .catalog.state import BranchInfo, CommitInfo, DatabaseInfo, TableInfo, TableState
+from .catalog.store import MAIN, CatalogStore, default_catalog_url
+from .storage.layout import SEGMENT_COLUMN, Warehouse
+from .storage.reader import TableReader
+from .storage.writer import SegmentWriter
+from .transaction import Transaction
+
+FAULT_ENV = "BRANCHSPARK_FAULT"
+
+
+def fault_from_env() -> Callable[[str], None] | None:
+    """Named fault-injection points: BRANCHSPARK_FAULT=<point> kills this process there (as SIGKILL would)."""
+    wanted = os.environ.get(FAULT_ENV)
+    if not wanted:
+        return None
+
+    def fault(point: str) -> None:
+        if point == wanted:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return fault
+
+
+def parse_time(value) -> datetime:
+    """A datetime (UTC, naive) from a datetime or an ISO-8601 string."""
+    if isinstance(value, datetime):
+        moment = value
+    else:
+        try:
+            moment = datetime.fromisoformat(str(value).strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise errors.InvalidArgument(f"'{value}' is not a time: write it as ISO 8601, e.g. "
+                                         f"2026-11-21T10:00:00") from None
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(timezone.utc).replace(tzinfo=None)
+    return moment
+
+
+@dataclass
+class GcReport:
+    deleted_files: list[str] = field(default_factory=list)
+    kept_files: int = 0
+    referenced_segments: int = 0
+    referenced_tombstones: int = 0
+
+
+class Snapshot:
+    """One commit of the catalog, read-only."""
+
+    def __init__(self, lakehouse: "Lakehouse", commit: CommitInfo, label: str):
+        self.lakehouse = lakehouse
+        self.commit = commit
+        self.ns = Namespace(lakehouse.store, lakehouse.store.root(commit.id), label)
+        self.reader = TableReader(lakehouse.spark, lakehouse.warehouse, self.ns)
+
+    @property
+    def commit_id(self) -> str:
+        return self.commit.id
+
+    def databases(self) -> list[DatabaseInfo]:
+        return sorted((self.ns.database_info(d) for d in self.ns.databases), key=lambda d: d.name)
+
+    def has_database(self, name: str) -> bool:
+        return self.ns.database_id(name, required=False) is not None
+
+    def has_table(self, name: str) -> bool:
+        return self.ns.table_id(name, required=False) is not None
+
+    def state(self, name: str) -> TableState:
+        return self.ns.table(self.ns.table_id(name))
+
+    def table(self, name: str) -> TableInfo:
+        return self.ns.table_info(self.state(name))
+
+    def tables(self, database: str | None = None) -> list[TableInfo]:
+        database_id = self.ns.database_id(database) if database else None
+        infos = [self.ns.table_info(s) for s in self.ns.load_tables(self.ns.table_ids(database_id))]
+        return sorted(infos, key=lambda t: (t.database, t.name))
+
+    def read(self, name: str, with_row_ids: bool = False) -> DataFrame:
+        state = self.state(name)
+        if state.kind == "view":
+            return self.lakehouse.spark.sql(state.view_sql)
+        return self.reader.read(state, with_row_ids=with_row_ids)
+
+
+class BranchOps:
+    """`lh.branch("dev").insert(...)`: each operation of Transaction as its own commit."""
+
+    def __init__(self, lakehouse: "Lakehouse", name: str):
+        self._lakehouse, self._name = lakehouse, name
+
+    def __getattr__(self, operation: str):
+        if not hasattr(Transaction, operation) or operation.startswith("_"):
+            raise AttributeError(operation)
+
+        def run(*args, message: str = "", author: str | None = None, **kwargs):
+            with self._lakehouse.transaction(self._name, message=message, author=author) as tx:
+                result = getattr(tx, operation)(*args, **kwargs)
+            return result
+
+        return run
+
+
+class Lakehouse:
+    def __init__(self, spark: SparkSession, warehouse: str, catalog_url: str | None = None,
+                 fault: Callable[[str], None] | None = None):
+        self.spark = spark
+        self.warehouse = Warehouse(warehouse)
+        self.catalog_url = catalog_url or default_catalog_url(warehouse)
+        self.store = CatalogStore(self.catalog_url)
+        self.writer = SegmentWriter(spark, self.warehouse)
+        self.fault = fault or fault_from_env()
+
+    # ------------------------------------------------------------- versions
+    def resolve(self, ref: str | datetime = MAIN, as_of=None) -> CommitInfo:
+        """A commit from a branch name, a commit id (or unique prefix), `branch@time`, or a time on main."""
+        if isinstance(ref, datetime):
+            ref, as_of = MAIN, ref
+        ref = str(ref)
+        if "@" in ref and as_of is None:
+            ref, as_of = ref.split("@", 1)
+        branch = self.store.find_branch(ref)
+        if branch is not None:
+            commit = self.store.get_commit(branch.head)
+        else:
+            commit = self._commit_by_id(ref)
+            if commit is None:
+                try:
+                    moment = parse_time(ref)
+                except errors.InvalidArgument:
+                    raise errors.CommitNotFound(ref) from None
+                return self.resolve(MAIN, moment)
+        if as_of is None:
+            return commit
+        moment = parse_time(as_of)
+        for candidate in self.store.first_parents(commit.id):
+            if candidate.ts <= moment:
+                return candidate
+        raise errors.CommitNotFound(f"{ref}@{as_of}")
+
+    def _commit_by_id(self, ref: str) -> CommitInfo | None:
+        if len(ref) == 32:
+            try:
+                return self.store.get_commit(ref.lower())
+            except errors.CommitNotFound:
+                return None
+        return self.store.find_commit_by_prefix(ref)
+
+    def snapshot(self, ref: str | datetime = MAIN, as_of=None) -> Snapshot:
+        commit = self.resolve(ref, as_of)
+        label = str(ref) if as_of is None else f"{ref}@{as_of}"
+        return Snapshot(self, commit, label)
+
+    def read(self, table: str, at: str | datetime = MAIN, as_of=None) -> DataFrame:
+        return self.snapshot(at, as_of).read(table)
+
+    # ------------------------------------------------------------- branches
+    def create_branch(self, name: str, source: str | datetime = MAIN, as_of=None) -> BranchInfo:
+        check_branch_name(name)
+        commit = self.resolve(source, as_of)
+        return self.store.create_branch(name, commit.id, created_from=str(source) if as_of is None
+                                        else f"{source}@{as_of}")
+
+    def drop_branch(self, name: str) -> None:
+        if name == MAIN:
+            raise errors.InvalidArgument("branch 'main' is the catalog's default branch and cannot be dropped")
+        self.store.drop_branch(name)
+
+    def branch_exists(self, name: str) -> bool:
+        return self.store.find_branch(name) is not None
+
+    def list_branches(self) -> list[BranchInfo]:
+        return self.store.list_branches()
+
+    def get_branch(self, name: str) -> BranchInfo:
+        return self.store.get_branch(name)
+
+    def protect_branch(self, name: str, protected: bool = True) -> None:
+        self.store.set_protected(name, protected)
+
+    def log(self, ref: str = MAIN, limit: int | None = None) -> list[CommitInfo]:
+        """Commits reachable from `ref`, newest first, each with its operations."""
+        out = []
+        for commit in self.store.ancestors(self.resolve(ref).id):
+            if limit is not None and len(out) >= limit:
+                break
+            out.append(CommitInfo(commit.id, commit.seq, commit.ts, commit.parents, commit.message, commit.author,
+                                  self.store.operations(commit.id)))
+        return out
+
+    # --------------------------------------------------------------- writes
+    def transaction(self, branch: str, message: str = "", author: str | None = None,
+                    allow_protected: bool = False) -> Transaction:
+        return Transaction(self, branch, message=message, author=author, allow_protected=allow_protected)
+
+    def branch(self, name: str) -> BranchOps:
+        self.store.get_branch(name)
+        return BranchOps(self, name)
+
+    def restore_table(self, branch: str, table: str, to, as_of=None, message: str = "") -> CommitInfo | None:
+        source = self.snapshot(to, as_of)
+        state = source.state(table)
+        database = source.ns.databases[state.database_id][1]
+        with self.transaction(branch, message=message or f"restore {table} to {source.commit.short_id}") as tx:
+            tx.restore_table(table, state, database)
+        return tx.commit_info
+
+    def restore_branch(self, branch: str, to, as_of=None, message: str = "") -> CommitInfo | None:
+        """One new commit on `branch` whose catalog equals the one at `to`."""
+        target = self.store.root(self.resolve(to, as_of).id)
+        with self.transaction(branch, message=message or f"restore {branch} to {to}") as tx:
+            current = tx.ns
+            for database_id in set(current.databases) | set(target.databases):
+                before, after = current.databases.get(database_id), target.databases.get(database_id)
+                if before and not after:
+                    tx._record("database", database_id, before[1], "drop")
+                elif after and not before:
+                    tx._record("database", database_id, after[1], "create", restored=True)
+                elif before[0] != after[0]:
+                    tx._record("database", database_id, after[1], "set properties", restored=True)
+            for table_id in set(current.tables) | set(target.tables):
+                before, after = current.tables.get(table_id), target.tables.get(table_id)
+                if before and not after:
+                    tx._record("table", table_id, current.full_name(table_id), "drop")
+                elif after and not before:
+                    tx._record("table", table_id, after[2], "create", restored=True)
+                elif before[0] != after[0]:
+                    old, new = self.store.tables([before[0], after[0]]).values()
+                    if old.schema_id != new.schema_id:
+                        tx._record("table", table_id, after[2], "alter column", action="restore")
+                    tx._record("table", table_id, after[2], "overwrite", restored=True)
+            current.databases = {k: list(v) for k, v in target.databases.items()}
+            current.tables = {k: list(v) for k, v in target.tables.items()}
+            current.staged_databases.clear()
+            current.staged_tables.clear()
+        return tx.commit_info
+
+    # ------------------------------------------------------------------- gc
+    def gc(self, grace_seconds: float = 3600.0, dry_run: bool = False) -> GcReport:
+        """Delete files that no commit reachable from a branch references.
+
+        Files younger than `grace_seconds` are kept: a writer may be between writing them and committing.
+        """
+        import time
+
+        heads = [b.head for b in self.store.list_branches()] + self.store.pinned_commits()
+        commits = self.store.reachable_commits(heads)
+        version_ids = {entry[0] for cid in commits for entry in self.store.root(cid).tables.values()}
+        tables = self.store.tables(version_ids).values()
+        segment_ids = {s for t in tables for s in t.segments}
+        tombstone_ids = {s for t in tables for s in t.tombstones}
+        keep_roots = {_segment_root(s.path) for s in self.store.segments(segment_ids).values()}
+        keep_roots |= {t.path for t in self.store.tombstones(tombstone_ids).values()}
+        report = GcReport(referenced_segments=len(segment_ids), referenced_tombstones=len(tombstone_ids))
+        cutoff = time.time() - grace_seconds
+        for path, mtime in self.warehouse.list_files("tables"):
+            if _under_any(path, keep_roots) or mtime > cutoff:
+                report.kept_files += 1
+                continue
+            report.deleted_files.append(path)
+            if not dry_run:
+                self.warehouse.delete_file(path)
+        if not dry_run:
+            self._remove_empty_dirs(keep_roots)
+        return report
+
+    def _remove_empty_dirs(self, keep_roots: set[str]) -> None:
+        for table_dir in self.warehouse.list_dirs("tables"):
+            for kind in ("data", "tombstones"):
+                for directory in self.warehouse.list_dirs(f"{table_dir}/{kind}"):
+                    if directory not in keep_roots and not self.warehouse.list_files(directory):
+                        self.warehouse.delete_dir(directory)
+
+
+def _segment_root(path: str) -> str:
+    """tables/<id>/data/_bs_seg=<name>[/p=1] -> tables/<id>/data/_bs_seg=<name>"""
+    head, tail = path.split(f"{SEGMENT_COLUMN}=", 1)
+    return f"{head}{SEGMENT_COLUMN}={tail.split('/', 1)[0]}"
+
+
+def _under_any(path: str, roots: set[str]) -> bool:
+    parts = path.split("/")
+    return any("/".join(parts[:i]) in roots for i in range(1, len(parts)))

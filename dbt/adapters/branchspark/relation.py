@@ -1,0 +1,38 @@
+"""Relations render as the temp view that exposes them: one backquoted `schema.table`."""
+
+from dataclasses import dataclass
+from typing import Optional
+
+from dbt.adapters.spark.relation import SparkRelation
+
+from dbt.adapters.branchspark.sql_text import quote_identifier
+
+
+def core_table_name(schema: str, identifier: str) -> str:
+    """The catalog's name of a table: `database.table`, lower case (Spark names are case-insensitive)."""
+    return f"{schema}.{identifier}".lower()
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class BranchSparkRelation(SparkRelation):
+    def render(self) -> str:
+        schema = self.schema if self.include_policy.schema else None
+        identifier = self.identifier if self.include_policy.identifier else None
+        if schema and identifier:
+            return quote_identifier(f"{schema}.{identifier}")
+        if identifier:
+            # temp relations (`model__dbt_tmp`): plain session temp views
+            return quote_identifier(identifier)
+        return quote_identifier(schema) if schema else ""
+
+    @property
+    def core_name(self) -> Optional[str]:
+        """The catalog name of this relation, or None for session-only temp relations."""
+        if self.schema and self.identifier and self.include_policy.schema:
+            return core_table_name(self.schema, self.identifier)
+        return None
+
+    @property
+    def session_view_name(self) -> str:
+        """Name of the Spark temp view for this relation, as `createOrReplaceTempView` takes it."""
+        return self.render()

@@ -1,0 +1,345 @@
+"""Route SQL statements that change branch relations to the core; run the rest on Spark.
+
+dbt, hooks and tests send plain SQL (`insert into s.t ...`, `update s.t set ...`,
+`drop table if exists s.t`, `create schema s`, ...). Statements whose target is
+a branch relation (a qualified name) become core operations in the current
+transaction; everything else (queries, temp views, `set`) goes to `spark.sql`
+after branch relations named `schema.table` are rewritten to their temp views.
+"""
+
+import re
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Optional
+
+from pyspark.sql import DataFrame, SparkSession
+
+from dbt.adapters.branchspark import frames
+from dbt.adapters.branchspark.relation import core_table_name
+from dbt.adapters.branchspark.sql_text import (
+    NAME_PATTERN,
+    OTHER,
+    tokens,
+    find_top_level_keyword,
+    parse_relation_name,
+    qualify_branch_relations,
+    split_top_level,
+    strip_comments,
+    unquote,
+)
+
+_FLAGS = re.IGNORECASE | re.DOTALL
+N = NAME_PATTERN
+
+_CREATE_SCHEMA = re.compile(rf"^create\s+(?:schema|database)\s+(?P<ine>if\s+not\s+exists\s+)?(?P<name>{N})\s*(?P<rest>.*)$", _FLAGS)
+_DROP_SCHEMA = re.compile(rf"^drop\s+(?:schema|database)\s+(?P<ie>if\s+exists\s+)?(?P<name>{N})(?P<rest>.*)$", _FLAGS)
+_CREATE_VIEW = re.compile(
+    rf"^create\s+(?P<replace>or\s+replace\s+)?(?P<temp>(?:global\s+)?temp(?:orary)?\s+)?view\s+(?:if\s+not\s+exists\s+)?(?P<name>{N})\s+(?P<rest>.*)$",
+    _FLAGS,
+)
+_CREATE_TABLE = re.compile(
+    rf"^create\s+(?P<replace>or\s+replace\s+)?table\s+(?P<ine>if\s+not\s+exists\s+)?(?P<name>{N})(?P<rest>.*)$", _FLAGS
+)
+_REPLACE_TABLE = re.compile(rf"^replace\s+table\s+(?P<name>{N})(?P<rest>.*)$", _FLAGS)
+_DROP_RELATION = re.compile(rf"^drop\s+(?:table|view)\s+(?P<ie>if\s+exists\s+)?(?P<name>{N})\s*(?:purge)?\s*$", _FLAGS)
+_INSERT = re.compile(
+    rf"^insert\s+(?P<mode>into|overwrite)\s+(?:table\s+)?(?P<name>{N})\s*(?P<rest>.*)$", _FLAGS
+)
+_UPDATE = re.compile(rf"^update\s+(?P<name>{N})\s+set\s+(?P<rest>.*)$", _FLAGS)
+_DELETE = re.compile(rf"^delete\s+from\s+(?P<name>{N})\s*(?:where\s+(?P<where>.*))?$", _FLAGS)
+_TRUNCATE = re.compile(rf"^truncate\s+table\s+(?P<name>{N})\s*$", _FLAGS)
+_ALTER = re.compile(rf"^alter\s+(?:table|view)\s+(?P<name>{N})\s+(?P<rest>.*)$", _FLAGS)
+_MERGE = re.compile(rf"^merge\s+into\s+(?P<name>{N})", _FLAGS)
+_SHOW_SCHEMAS = re.compile(r"^show\s+(?:schemas|databases)\s*(?:like\s+'(?P<like>[^']*)')?\s*$", _FLAGS)
+
+_PARTITION_SPEC = re.compile(r"^partition\s*\((?P<spec>[^)]*)\)\s*", _FLAGS)
+_PARTITIONED_BY = re.compile(r"partitioned\s+by\s*\((?P<cols>[^)]*)\)", _FLAGS)
+
+
+@dataclass
+class RoutedResult:
+    """What a routed statement returns to the cursor: rows (a DataFrame) or a status line."""
+
+    df: Optional[DataFrame] = None
+    message: str = "OK"
+
+
+class StatementRouter:
+    def __init__(self, spark: SparkSession, branch_session, write: Callable):
+        """`write(message)` gives a context manager yielding the BranchTransaction to use."""
+        self.spark = spark
+        self.branch_session = branch_session
+        self.views = branch_session.views
+        self.write = write
+
+    # -- entry points ---------------------------------------------------------------------
+    def execute(self, sql: str) -> RoutedResult:
+        statement = strip_comments(sql).strip()
+        for handler in (
+            self._schema_ddl,
+            self._view_ddl,
+            self._table_ddl,
+            self._drop_relation,
+            self._insert,
+            self._update,
+            self._delete,
+            self._alter,
+            self._merge,
+            self._show_schemas,
+        ):
+            result = handler(statement)
+            if result is not None:
+                return result
+        return RoutedResult(df=self.spark.sql(self.qualify(sql)))
+
+    def qualify(self, sql: str) -> str:
+        return qualify_branch_relations(sql, self.views.is_branch_relation)
+
+    def query(self, sql: str) -> DataFrame:
+        return self.spark.sql(self.qualify(sql))
+
+    # -- helpers --------------------------------------------------------------------------
+    @staticmethod
+    def _branch_name(name_token: str) -> Optional[str]:
+        schema, table = parse_relation_name(name_token)
+        if not schema or schema.lower() in ("session", "global_temp"):
+            return None
+        return core_table_name(schema, table)
+
+    # -- databases ------------------------------------------------------------------------
+    def _schema_ddl(self, statement: str) -> Optional[RoutedResult]:
+        m = _CREATE_SCHEMA.match(statement)
+        if m:
+            database = unquote(m["name"]).lower()
+            with self.write(f"create schema {database}") as w:
+                w.tx.create_database(database, if_not_exists=True)
+            return RoutedResult(message="CREATE SCHEMA")
+        m = _DROP_SCHEMA.match(statement)
+        if m:
+            database = unquote(m["name"]).lower()
+            cascade = "cascade" in m["rest"].lower()
+            with self.write(f"drop schema {database}") as w:
+                names = _table_names(w.tx, database)
+                w.tx.drop_database(database, cascade=cascade, if_exists=bool(m["ie"]))
+                w.changed(*names)
+            return RoutedResult(message="DROP SCHEMA")
+        return None
+
+    # -- views ----------------------------------------------------------------------------
+    def _view_ddl(self, statement: str) -> Optional[RoutedResult]:
+        m = _CREATE_VIEW.match(statement)
+        if not m or m["temp"]:
+            return None
+        name = self._branch_name(m["name"])
+        if name is None:
+            return None
+        rest = m["rest"]
+        as_at = find_top_level_keyword(rest, "as")
+        if as_at < 0:
+            raise ValueError(f"cannot read the view definition of {name}: expected `AS <query>`")
+        view_sql = self.qualify(rest[as_at + 2 :].strip())
+        self.spark.sql(view_sql).schema  # fails now, with Spark's message, if the query is invalid
+        with self.write(f"create view {name}") as w:
+            w.tx.create_view(name, view_sql, replace=True)
+            w.changed(name)
+        return RoutedResult(message="CREATE VIEW")
+
+    # -- tables ---------------------------------------------------------------------------
+    def _table_ddl(self, statement: str) -> Optional[RoutedResult]:
+        m = _CREATE_TABLE.match(statement) or _REPLACE_TABLE.match(statement)
+        if not m:
+            return None
+        name = self._branch_name(m["name"])
+        if name is None:
+            return None
+        rest = m["rest"].strip()
+        replace = "replace" in statement[:20].lower()
+        if_not_exists = bool(m.groupdict().get("ine"))
+        as_at = find_top_level_keyword(rest, "as")
+        options = rest if as_at < 0 else rest[:as_at]
+        partition_by = _partition_columns(options)
+        with self.write(f"create table {name}") as w:
+            if if_not_exists and w.tx.has_table(name):
+                return RoutedResult(message="CREATE TABLE")
+            if as_at >= 0:
+                df = self.query(rest[as_at + 2 :].strip())
+                if replace:
+                    w.tx.replace_table(name, df, partition_by=partition_by)
+                else:
+                    w.tx.create_table_as(name, df, partition_by=partition_by)
+            else:
+                if not rest.startswith("("):
+                    raise ValueError(f"cannot read the columns of {name}: expected `(col type, ...)` or `AS <query>`")
+                depth_end = _matching_paren(rest, 0)
+                schema = frames.schema_from_ddl(rest[1:depth_end])
+                if replace and w.tx.has_table(name):
+                    w.tx.drop_table(name)
+                w.tx.create_table(name, schema, partition_by=partition_by)
+            w.changed(name)
+        return RoutedResult(message="CREATE TABLE")
+
+    def _drop_relation(self, statement: str) -> Optional[RoutedResult]:
+        m = _DROP_RELATION.match(statement)
+        if not m:
+            return None
+        name = self._branch_name(m["name"])
+        if name is None:
+            return None
+        with self.write(f"drop {name}") as w:
+            w.tx.drop_table(name, if_exists=bool(m["ie"]))
+            w.changed(name)
+        return RoutedResult(message="DROP")
+
+    # -- DML ------------------------------------------------------------------------------
+    def _insert(self, statement: str) -> Optional[RoutedResult]:
+        m = _INSERT.match(statement)
+        if not m:
+            return None
+        name = self._branch_name(m["name"])
+        if name is None:
+            return None
+        rest = m["rest"]
+        # `partition (...)`: overwrite only the partitions the query returns
+        partitions = None
+        pm = _PARTITION_SPEC.match(rest)
+        if pm:
+            partitions = "dynamic"
+            rest = rest[pm.end() :]
+        columns = None
+        if rest.startswith("(") and not re.match(r"^\(\s*(select|with|values)\b", rest, re.IGNORECASE):
+            close = _matching_paren(rest, 0)
+            columns = [unquote(c.strip()) for c in split_top_level(rest[1:close])]
+            rest = rest[close + 1 :].strip()
+        with self.write(f"insert {name}") as w:
+            target_schema = w.tx.read(name).schema
+            df = frames.align_to_schema(self.query(rest), target_schema, columns)
+            if m["mode"].lower() == "overwrite":
+                w.tx.overwrite(name, df, partitions=partitions)
+            else:
+                w.tx.insert(name, df)
+            w.changed(name)
+        return RoutedResult(message="INSERT")
+
+    def _update(self, statement: str) -> Optional[RoutedResult]:
+        m = _UPDATE.match(statement)
+        if not m:
+            return None
+        name = self._branch_name(m["name"])
+        if name is None:
+            return None
+        rest = m["rest"]
+        where_at = find_top_level_keyword(rest, "where")
+        assignments_sql, predicate = (rest, "true") if where_at < 0 else (rest[:where_at], rest[where_at + 5 :])
+        assignments: Dict[str, str] = {}
+        for assignment in split_top_level(assignments_sql):
+            column, _, expression = assignment.partition("=")
+            assignments[unquote(column.strip()).split(".")[-1]] = self.qualify(expression.strip())
+        with self.write(f"update {name}") as w:
+            w.tx.update(name, self.qualify(predicate.strip()), assignments)
+            w.changed(name)
+        return RoutedResult(message="UPDATE")
+
+    def _delete(self, statement: str) -> Optional[RoutedResult]:
+        m = _DELETE.match(statement) or _TRUNCATE.match(statement)
+        if not m:
+            return None
+        name = self._branch_name(m["name"])
+        if name is None:
+            return None
+        predicate = (m.groupdict().get("where") or "true").strip()
+        with self.write(f"delete {name}") as w:
+            w.tx.delete(name, self.qualify(predicate))
+            w.changed(name)
+        return RoutedResult(message="DELETE")
+
+    def _alter(self, statement: str) -> Optional[RoutedResult]:
+        m = _ALTER.match(statement)
+        if not m:
+            return None
+        name = self._branch_name(m["name"])
+        if name is None:
+            return None
+        rest = m["rest"].strip()
+        with self.write(f"alter {name}") as w:
+            rename = re.match(rf"^rename\s+to\s+(?P<new>{N})\s*$", rest, _FLAGS)
+            add = re.match(r"^add\s+columns?\s*(?P<cols>.*)$", rest, _FLAGS)
+            drop = re.match(r"^drop\s+columns?\s*(?P<cols>.*)$", rest, _FLAGS)
+            retype = re.match(r"^(?:alter|change)\s+column\s+(?P<col>\S+)\s+type\s+(?P<type>.+)$", rest, _FLAGS)
+            props = re.match(r"^set\s+tblproperties\s*\((?P<props>.*)\)\s*$", rest, _FLAGS)
+            if rename:
+                new_schema, new_table = parse_relation_name(rename["new"])
+                new_name = core_table_name(new_schema or name.split(".")[0], new_table)
+                w.tx.rename_table(name, new_name)
+                w.changed(name, new_name)
+            elif add:
+                cols = add["cols"].strip()
+                if cols.startswith("("):
+                    cols = cols[1 : _matching_paren(cols, 0)]
+                for field in frames.schema_from_ddl(cols).fields:
+                    w.tx.add_column(name, field.name, field.dataType.simpleString(), nullable=True)
+                w.changed(name)
+            elif drop:
+                cols = drop["cols"].strip().strip("()")
+                for column in split_top_level(cols):
+                    w.tx.drop_column(name, unquote(column))
+                w.changed(name)
+            elif retype:
+                w.tx.alter_column_type(name, unquote(retype["col"]), frames.normalize_type(retype["type"].strip()))
+                w.changed(name)
+            elif props:
+                values = {}
+                for item in split_top_level(props["props"]):
+                    key, _, value = item.partition("=")
+                    values[key.strip().strip("'\"")] = value.strip().strip("'\"")
+                w.tx.set_table_properties(name, values)
+            else:
+                raise ValueError(f"alter of branch relation {name} is not supported: {rest[:60]}")
+        return RoutedResult(message="ALTER")
+
+    def _merge(self, statement: str) -> Optional[RoutedResult]:
+        m = _MERGE.match(statement)
+        if not m or self._branch_name(m["name"]) is None:
+            return None
+        raise ValueError(
+            f"MERGE INTO {m['name']}: write merges with an incremental model "
+            f"(incremental_strategy='merge' and a unique_key) on branchspark"
+        )
+
+    def _show_schemas(self, statement: str) -> Optional[RoutedResult]:
+        m = _SHOW_SCHEMAS.match(statement)
+        if not m:
+            return None
+        names = sorted(d.name for d in self.branch_session.snapshot().databases())
+        if m["like"]:
+            pattern = re.compile("^" + m["like"].replace("*", ".*").replace("%", ".*") + "$", re.IGNORECASE)
+            names = [n for n in names if pattern.match(n)]
+        df = self.spark.createDataFrame([(n,) for n in names], "databaseName string")
+        return RoutedResult(df=df)
+
+
+def _table_names(tx, database: str) -> List[str]:
+    try:
+        return [t.full_name for t in tx.tables(database=database)]
+    except Exception:  # no such database: nothing to hide
+        return []
+
+
+def _matching_paren(text: str, open_at: int) -> int:
+    depth = 0
+    for kind, s, _ in tokens(text[open_at:]):
+        if kind != OTHER:
+            continue
+        ch = text[open_at + s]
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth == 0:
+                return open_at + s
+    raise ValueError(f"unbalanced parentheses in: {text[:80]}")
+
+
+def _partition_columns(options: str) -> Optional[List[str]]:
+    m = _PARTITIONED_BY.search(options)
+    if not m:
+        return None
+    return [unquote(c.strip()).split(" ")[0] for c in split_top_level(m["cols"])]

@@ -1,0 +1,97 @@
+"""Where files live in the warehouse, and the few file-system calls the driver makes.
+
+    <warehouse>/tables/<table_id>/data/_bs_seg=<segment>/[<col>=<value>/]part-*.parquet
+    <warehouse>/tables/<table_id>/tombstones/<tombstone>/part-*.parquet
+
+`_bs_seg=<segment>` is a pseudo-partition: reading a table with basePath
+`.../data` gives every row its segment id as a column, for free. A segment id
+starts with the write's sequence number, so a row's sequence is readable too.
+The driver only lists and deletes files (for `gc` and to register partition
+directories); it never reads data. pyarrow's file systems do that without a
+JVM, so the same code runs under Spark Connect.
+"""
+from __future__ import annotations
+
+import posixpath
+import uuid
+from dataclasses import dataclass
+
+from pyarrow import fs as pafs
+
+SEGMENT_COLUMN = "_bs_seg"
+SEQ_DIGITS = 16
+
+
+def segment_name(seq: int) -> str:
+    return f"s{seq:0{SEQ_DIGITS}d}-{uuid.uuid4().hex[:12]}"
+
+
+def seq_of_segment_name(name: str) -> int:
+    return int(name[1:1 + SEQ_DIGITS])
+
+
+@dataclass(frozen=True)
+class Warehouse:
+    root: str  # a path or URI Spark can write
+
+    def __post_init__(self):
+        object.__setattr__(self, "root", self.root.rstrip("/"))
+
+    def uri(self, relative: str) -> str:
+        return f"{self.root}/{relative}"
+
+    def table_dir(self, table_id: str) -> str:
+        return f"tables/{table_id}"
+
+    def data_dir(self, table_id: str) -> str:
+        return f"tables/{table_id}/data"
+
+    def new_segment_dir(self, table_id: str, seq: int) -> str:
+        return f"{self.data_dir(table_id)}/{SEGMENT_COLUMN}={segment_name(seq)}"
+
+    def new_tombstone_dir(self, table_id: str, seq: int) -> str:
+        return f"tables/{table_id}/tombstones/{segment_name(seq)}"
+
+    # ----------------------------------------------------------- file system
+    def _fs(self) -> tuple[pafs.FileSystem, str]:
+        filesystem, path = pafs.FileSystem.from_uri(self.root if "://" in self.root else "file://" + self.root)
+        return filesystem, path
+
+    def list_leaf_dirs(self, relative: str) -> list[str]:
+        """Directories under `relative` that hold Parquet files, relative to the warehouse root."""
+        filesystem, base = self._fs()
+        selector = pafs.FileSelector(posixpath.join(base, relative), recursive=True, allow_not_found=True)
+        leaves = set()
+        for info in filesystem.get_file_info(selector):
+            if info.type == pafs.FileType.File and info.base_name.endswith(".parquet"):
+                leaves.add(posixpath.relpath(posixpath.dirname(info.path), base))
+        return sorted(leaves)
+
+    def list_files(self, relative: str) -> list[tuple[str, float]]:
+        """(path relative to the root, modification time in seconds) of every file under `relative`."""
+        filesystem, base = self._fs()
+        selector = pafs.FileSelector(posixpath.join(base, relative), recursive=True, allow_not_found=True)
+        out = []
+        for info in filesystem.get_file_info(selector):
+            if info.type == pafs.FileType.File:
+                mtime = info.mtime.timestamp() if info.mtime is not None else 0.0
+                out.append((posixpath.relpath(info.path, base), mtime))
+        return out
+
+    def list_dirs(self, relative: str) -> list[str]:
+        filesystem, base = self._fs()
+        selector = pafs.FileSelector(posixpath.join(base, relative), recursive=False, allow_not_found=True)
+        return [posixpath.relpath(i.path, base) for i in filesystem.get_file_info(selector)
+                if i.type == pafs.FileType.Directory]
+
+    def delete_file(self, relative: str) -> None:
+        filesystem, base = self._fs()
+        filesystem.delete_file(posixpath.join(base, relative))
+
+    def delete_dir(self, relative: str) -> None:
+        filesystem, base = self._fs()
+        filesystem.delete_dir(posixpath.join(base, relative))
+
+    def exists(self, relative: str) -> bool:
+        filesystem, base = self._fs()
+        return filesystem.get_file_info(posixpath.join(base, relative)).type != pafs.FileType.NotFound

@@ -1,0 +1,75 @@
+"""Write segments and tombstones: new immutable Parquet objects, never a rewrite.
+
+Files are written before the catalog commit that references them; a writer
+that dies in between leaves only unreferenced files, which `gc` removes.
+"""
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from urllib.parse import unquote
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from ..catalog.state import Schema, SegmentInfo, TableState, TombstoneInfo
+from .layout import SEGMENT_COLUMN, Warehouse
+from .reader import ROW_FILE, ROW_POS, ROW_SEQ, TOMB_SEQ
+
+_NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+
+
+@dataclass
+class SegmentWriter:
+    spark: SparkSession
+    warehouse: Warehouse
+
+    def write_segments(self, table: TableState, schema: Schema, rows: DataFrame, seq: int, kind: str,
+                       fault=None) -> list[SegmentInfo]:
+        """Write `rows` (already in `schema`'s column order and types) as one or more segments."""
+        relative = self.warehouse.new_segment_dir(table.id, seq)
+        writer = rows.write.mode("errorifexists")
+        if table.partition_by:
+            writer = writer.partitionBy(*table.partition_by)
+        writer.parquet(self.warehouse.uri(relative))
+        if fault:
+            fault("write.after_files")
+        if not table.partition_by:
+            return [SegmentInfo(uuid.uuid4().hex, table.id, relative, seq, schema.id, kind)]
+        # One segment per partition directory, so overwriting a partition can drop whole segments.
+        segments = []
+        for leaf in self.warehouse.list_leaf_dirs(relative):
+            values = _partition_values(leaf[len(relative):])
+            segments.append(SegmentInfo(uuid.uuid4().hex, table.id, leaf, seq, schema.id, kind,
+                                        tuple(table.partition_by), values))
+        return segments
+
+    def write_tombstone(self, table: TableState, schema: Schema, doomed: DataFrame, seq: int,
+                        fault=None) -> TombstoneInfo | None:
+        """Write the rows `doomed` (with row ids) as a tombstone; None when nothing matched."""
+        relative = self.warehouse.new_tombstone_dir(table.id, seq)
+        image = [F.col(f"`{c.name}`") for c in schema.columns]
+        ids = [F.col(SEGMENT_COLUMN), F.col(ROW_FILE), F.col(ROW_POS), F.col(ROW_SEQ)]
+        doomed.select(*image, *ids, F.lit(seq).cast("long").alias(TOMB_SEQ)).write.mode("errorifexists") \
+            .parquet(self.warehouse.uri(relative))
+        if fault:
+            fault("write.after_files")
+        # One small row per touched segment: metadata, not table data.
+        touched = (self.spark.read.parquet(self.warehouse.uri(relative))
+                   .groupBy(SEGMENT_COLUMN).count().collect())
+        total = sum(r["count"] for r in touched)
+        if total == 0:
+            self.warehouse.delete_dir(relative)
+            return None
+        return TombstoneInfo(uuid.uuid4().hex, table.id, relative, seq, schema.id, total,
+                             tuple(sorted(r[SEGMENT_COLUMN] for r in touched)))
+
+
+def _partition_values(suffix: str) -> dict:
+    values = {}
+    for part in suffix.strip("/").split("/"):
+        if "=" in part:
+            key, value = part.split("=", 1)
+            value = unquote(value)
+            values[unquote(key)] = None if value == _NULL_PARTITION else value
+    return values

@@ -1,0 +1,702 @@
+"""A transaction on one branch: staged operations that land as one atomic commit.
+
+Each operation validates its input before writing anything, writes its new
+files (segments, tombstones), stages new object versions and records the
+operation kinds of SPEC section 2. `commit()` moves the branch head by
+compare-and-swap; if the head moved meanwhile nothing is written and
+StaleHead is raised. Files of a transaction that never commits are garbage
+for `gc`.
+"""
+from __future__ import annotations
+
+import itertools
+import uuid
+from typing import TYPE_CHECKING
+
+from pyspark.errors import PySparkException
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from . import errors
+from .catalog.namespace import Namespace, check_name, split_name
+from .catalog.schema_rules import check_widening, parse_type
+from .catalog.state import Column, CommitInfo, DatabaseState, OpInfo, Schema, TableInfo, TableState
+from .storage.layout import SEGMENT_COLUMN
+from .storage.reader import PREV_FILE, PREV_POS, ROW_FILE, ROW_POS, TableReader, quote, segment_group
+
+if TYPE_CHECKING:
+    from .lakehouse import Lakehouse
+
+
+class Transaction:
+    def __init__(self, lakehouse: "Lakehouse", branch: str, message: str = "", author: str | None = None,
+                 allow_protected: bool = False):
+        self.lakehouse = lakehouse
+        self.store = lakehouse.store
+        self.spark = lakehouse.spark
+        self.branch = branch
+        self.message = message
+        self.author = author
+        self.allow_protected = allow_protected
+        info = self.store.get_branch(branch)
+        if info.protected and not allow_protected:
+            raise errors.ProtectedBranch(branch)
+        self.base_head = info.head
+        self.ns = Namespace(self.store, self.store.root(info.head), branch)
+        self.reader = TableReader(self.spark, lakehouse.warehouse, self.ns)
+        self.operations: list[OpInfo] = []
+        self.commit_info: CommitInfo | None = None
+        self._done = False
+
+    # ------------------------------------------------------------ plumbing
+    def __enter__(self) -> "Transaction":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None and not self._done:
+            self.commit()
+
+    def commit(self) -> CommitInfo | None:
+        if self._done:
+            raise errors.InvalidArgument("this transaction has already been committed; start a new one")
+        self._done = True
+        if not self.operations:
+            return None
+        root, databases, tables = self.ns.finalize()
+        self.commit_info = self.store.commit(
+            self.branch, self.base_head, root, databases=databases, tables=tables,
+            schemas=self.ns.new_schemas.values(), segments=self.ns.new_segments.values(),
+            tombstones=self.ns.new_tombstones.values(), operations=self.operations,
+            message=self.message or _summary(self.operations), author=self.author,
+            allow_protected=self.allow_protected, fault=self.lakehouse.fault)
+        return self.commit_info
+
+    def _record(self, kind: str, object_id: str, name: str, op: str, **detail) -> None:
+        self.operations.append(OpInfo(kind, object_id, name, op, detail))
+
+    def _seq(self) -> int:
+        return self.store.allocate_seq()
+
+    def _writable_table(self, name: str) -> TableState:
+        state = self.ns.table(self.ns.table_id(name))
+        if state.kind != "table":
+            raise errors.InvalidArgument(f"'{name}' is a view on branch '{self.branch}': write to a table instead")
+        return state
+
+    def _schema(self, state: TableState) -> Schema:
+        return self.ns.schema(state.schema_id)
+
+    # ------------------------------------------------------------- reading
+    def has_database(self, name: str) -> bool:
+        return self.ns.database_id(name, required=False) is not None
+
+    def has_table(self, name: str) -> bool:
+        return self.ns.table_id(name, required=False) is not None
+
+    def table(self, name: str) -> TableInfo:
+        return self.ns.table_info(self.ns.table(self.ns.table_id(name)))
+
+    def tables(self, database: str | None = None) -> list[TableInfo]:
+        database_id = self.ns.database_id(database) if database else None
+        return [self.ns.table_info(s) for s in self.ns.load_tables(self.ns.table_ids(database_id))]
+
+    def read(self, name: str) -> DataFrame:
+        state = self.ns.table(self.ns.table_id(name))
+        if state.kind == "view":
+            return self.spark.sql(state.view_sql)
+        return self.reader.read(state)
+
+    # ----------------------------------------------------------- databases
+    def create_database(self, name: str, properties: dict | None = None, if_not_exists: bool = False) -> None:
+        check_name("database", name)
+        if self.ns.database_id(name, required=False) is not None:
+            if if_not_exists:
+                return
+            raise errors.AlreadyExists("database", name, self.branch)
+        state = DatabaseState(None, uuid.uuid4().hex, name, dict(properties or {}))
+        self.ns.put_database(state)
+        self._record("database", state.id, name, "create")
+
+    def drop_database(self, name: str, cascade: bool = False, if_exists: bool = False) -> None:
+        database_id = self.ns.database_id(name, required=not if_exists)
+        if database_id is None:
+            return
+        contained = self.ns.table_ids(database_id)
+        if contained and not cascade:
+            raise errors.InvalidArgument(f"database '{name}' on branch '{self.branch}' still has {len(contained)} "
+                                         f"tables or views: drop them first or use cascade")
+        for table_id in contained:
+            self._drop_table_id(table_id)
+        self.ns.remove_database(database_id)
+        self._record("database", database_id, name, "drop")
+
+    def rename_database(self, old: str, new: str) -> None:
+        check_name("database", new)
+        database_id = self.ns.database_id(old)
+        if self.ns.database_id(new, required=False) not in (None, database_id):
+            raise errors.AlreadyExists("database", new, self.branch)
+        state = self.ns.database(database_id)
+        self.ns.put_database(state.evolve(name=new))
+        self._record("database", database_id, new, "modify name", old_name=state.name)
+
+    def set_database_properties(self, name: str, properties: dict) -> None:
+        state = self.ns.database(self.ns.database_id(name))
+        self.ns.put_database(state.evolve(properties={**state.properties, **{str(k): str(v) for k, v in
+                                                                             properties.items()}}))
+        self._record("database", state.id, state.name, "set properties", properties=dict(properties))
+
+    def unset_database_properties(self, name: str, keys: list[str]) -> None:
+        state = self.ns.database(self.ns.database_id(name))
+        missing = [k for k in keys if k not in state.properties]
+        if missing:
+            raise errors.InvalidArgument(f"database '{name}' has no properties {missing} on branch "
+                                         f"'{self.branch}': see its properties with `branchspark show`")
+        self.ns.put_database(state.evolve(properties={k: v for k, v in state.properties.items() if k not in keys}))
+        self._record("database", state.id, state.name, "unset properties", keys=list(keys))
+
+    # -------------------------------------------------------------- tables
+    def create_table(self, name: str, schema: T.StructType, partition_by=None, primary_key=None,
+                     properties: dict | None = None, if_not_exists: bool = False) -> None:
+        db_name, table_name = split_name(name)
+        check_name("table", table_name)
+        database_id = self.ns.database_id(db_name)
+        if self.ns.table_id(name, required=False) is not None:
+            if if_not_exists:
+                return
+            raise errors.AlreadyExists("table", name, self.branch)
+        partition_by, primary_key = list(partition_by or []), list(primary_key or [])
+        columns, seen = [], set()
+        for index, field in enumerate(schema.fields, start=1):
+            check_name("column", field.name)
+            if field.name.lower() in seen:
+                raise errors.InvalidArgument(f"column '{field.name}' appears twice in the schema of '{name}'")
+            seen.add(field.name.lower())
+            in_key = field.name.lower() in {k.lower() for k in primary_key}
+            columns.append(Column(index, field.name, field.dataType.json(), field.nullable and not in_key))
+        for kind, chosen in (("partition", partition_by), ("primary key", primary_key)):
+            unknown = [c for c in chosen if c.lower() not in seen]
+            if unknown:
+                raise errors.InvalidArgument(f"{kind} column(s) {unknown} of '{name}' are not in its schema")
+        schema_version = Schema(uuid.uuid4().hex, tuple(columns))
+        names = {c.name.lower(): c.name for c in columns}
+        table_id = uuid.uuid4().hex
+        seq = self._seq()
+        state = TableState(None, table_id, database_id, table_name, "table", dict(properties or {}),
+                           tuple(names[c.lower()] for c in partition_by), tuple(names[c.lower()] for c in primary_key),
+                           schema_version.id, ({"schema_id": schema_version.id, "seq": seq, "visible": True},),
+                           next_column_id=len(columns) + 1)
+        self.ns.add_schema(schema_version, table_id)
+        self.ns.put_table(state)
+        self._record("table", table_id, name, "create", columns=[c.name for c in columns],
+                     partition_by=list(state.partition_by), primary_key=list(state.primary_key))
+
+    def create_table_as(self, name: str, df: DataFrame, partition_by=None, primary_key=None,
+                        properties: dict | None = None) -> None:
+        # As in Spark's CTAS, columns of a query result are nullable (the key aside).
+        nullable = T.StructType([T.StructField(f.name, f.dataType, True) for f in df.schema.fields])
+        self.create_table(name, nullable, partition_by, primary_key, properties)
+        self.insert(name, df)
+
+    def replace_table(self, name: str, df: DataFrame, partition_by=None, primary_key=None,
+                      properties: dict | None = None) -> None:
+        """Create the table, or overwrite it with `df`, first altering columns to `df`'s schema."""
+        table_id = self.ns.table_id(name, required=False)
+        if table_id is not None and self.ns.table(table_id).kind == "view":
+            self.drop_table(name)
+            table_id = None
+        if table_id is None:
+            self.create_table_as(name, df, partition_by, primary_key, properties)
+            return
+        self.sync_columns(name, df.schema, drop_missing=True)
+        state = self.ns.table(table_id)
+        if partition_by is not None and list(partition_by) != list(state.partition_by):
+            self.set_partitioning(name, partition_by)
+        if primary_key is not None and [k.lower() for k in primary_key] != [k.lower() for k in state.primary_key]:
+            self.set_primary_key(name, primary_key)
+        if properties:
+            self.set_table_properties(name, properties)
+        self.overwrite(name, df)
+
+    def sync_columns(self, name: str, target: T.StructType, drop_missing: bool) -> None:
+        """Alter the table's columns towards `target`: add new ones, widen or replace changed types."""
+        schema = self._schema(self._writable_table(name))
+        wanted = {f.name.lower(): f for f in target.fields}
+        for column in schema.columns:
+            field = wanted.get(column.name.lower())
+            if field is None:
+                if drop_missing:
+                    self.drop_column(name, column.name)
+            elif field.dataType.json() != column.type_json:
+                try:
+                    self.alter_column_type(name, column.name, field.dataType)
+                except errors.InvalidSchemaChange:
+                    if not drop_missing:
+                        raise
+                    # A rebuild replaces every row, so an incompatible type becomes a new column.
+                    self.drop_column(name, column.name)
+                    self.add_column(name, field.name, field.dataType)
+        current = {c.name.lower() for c in self._schema(self._writable_table(name)).columns}
+        for field in target.fields:
+            if field.name.lower() not in current:
+                self.add_column(name, field.name, field.dataType)
+
+    def drop_table(self, name: str, if_exists: bool = False) -> None:
+        table_id = self.ns.table_id(name, required=not if_exists)
+        if table_id is not None:
+            self._drop_table_id(table_id)
+
+    def _drop_table_id(self, table_id: str) -> None:
+        state = self.ns.table(table_id)
+        name = self.ns.full_name(table_id)
+        self.ns.remove_table(table_id)
+        self._record(state.kind, table_id, name, "drop")
+
+    def rename_table(self, old: str, new: str) -> None:
+        table_id = self.ns.table_id(old)
+        db_name, table_name = split_name(new)
+        check_name("table", table_name)
+        database_id = self.ns.database_id(db_name)
+        if self.ns.table_id(new, required=False) not in (None, table_id):
+            raise errors.AlreadyExists("table", new, self.branch)
+        state = self.ns.table(table_id)
+        self.ns.put_table(state.evolve(name=table_name, database_id=database_id))
+        self._record(state.kind, table_id, new, "alter name", old_name=old)
+
+    def set_table_properties(self, name: str, properties: dict) -> None:
+        state = self.ns.table(self.ns.table_id(name))
+        props = {str(k): str(v) for k, v in properties.items()}
+        self.ns.put_table(state.evolve(properties={**state.properties, **props}))
+        self._record(state.kind, state.id, name, "alter properties", set=props)
+
+    def unset_table_properties(self, name: str, keys: list[str]) -> None:
+        state = self.ns.table(self.ns.table_id(name))
+        missing = [k for k in keys if k not in state.properties]
+        if missing:
+            raise errors.InvalidArgument(f"table '{name}' has no properties {missing} on branch '{self.branch}'")
+        self.ns.put_table(state.evolve(properties={k: v for k, v in state.properties.items() if k not in keys}))
+        self._record(state.kind, state.id, name, "alter properties", unset=list(keys))
+
+    def set_partitioning(self, name: str, columns: list[str]) -> None:
+        state = self._writable_table(name)
+        schema = self._schema(state)
+        resolved = []
+        for column in columns:
+            found = schema.column(column)
+            if found is None:
+                raise errors.ColumnNotFound(column, name)
+            resolved.append(found.name)
+        self.ns.put_table(state.evolve(partition_by=tuple(resolved)))
+        self._record("table", state.id, name, "alter partition", partition_by=resolved,
+                     old_partition_by=list(state.partition_by))
+
+    def set_primary_key(self, name: str, columns: list[str]) -> None:
+        state = self._writable_table(name)
+        schema = self._schema(state)
+        resolved = []
+        for column in columns:
+            found = schema.column(column)
+            if found is None:
+                raise errors.ColumnNotFound(column, name)
+            resolved.append(found.name)
+        if state.segments and resolved:
+            duplicates = (self.reader.read(state).groupBy(*[quote(c) for c in resolved]).count()
+                          .filter("count > 1").limit(1).count())
+            if duplicates:
+                raise errors.InvalidSchemaChange(f"cannot make {resolved} the primary key of '{name}': some keys "
+                                                 f"appear more than once; remove the duplicates first")
+        self.ns.put_table(state.evolve(primary_key=tuple(resolved)))
+        self._record("table", state.id, name, "alter properties", primary_key=resolved)
+
+    # ------------------------------------------------------------- columns
+    def _new_schema(self, name: str, state: TableState, columns: list[Column], next_column_id: int | None = None,
+                    **detail) -> None:
+        schema = Schema(uuid.uuid4().hex, tuple(columns))
+        self.ns.add_schema(schema, state.id)
+        entry = {"schema_id": schema.id, "seq": self._seq(), "visible": True}
+        self.ns.put_table(state.evolve(schema_id=schema.id, schema_history=state.schema_history + (entry,),
+                                       next_column_id=next_column_id or state.next_column_id))
+        self._record("table", state.id, name, "alter column", **detail)
+
+    def add_column(self, name: str, column: str, type_, nullable: bool = True, default: str | None = None) -> None:
+        state = self._writable_table(name)
+        schema = self._schema(state)
+        check_name("column", column)
+        if schema.column(column) is not None:
+            raise errors.AlreadyExists("column", f"{name}.{column}", self.branch)
+        data_type = parse_type(type_, self.spark)
+        if not nullable and default is None and state.segments and not self.reader.read(state).isEmpty():
+            raise errors.InvalidSchemaChange(f"cannot add NOT NULL column '{column}' without a default to '{name}', "
+                                             f"which has rows: give a default or make it nullable")
+        if default is not None:
+            self._check_default(default, data_type, column)
+        new = Column(state.next_column_id, column, data_type.json(), nullable, default)
+        self._new_schema(name, state, list(schema.columns) + [new], state.next_column_id + 1, action="add",
+                         column=column, column_id=new.id, type=data_type.simpleString(), nullable=nullable,
+                         default=default)
+
+    def drop_column(self, name: str, column: str) -> None:
+        state = self._writable_table(name)
+        schema = self._schema(state)
+        found = schema.column(column)
+        if found is None:
+            raise errors.ColumnNotFound(column, name)
+        if found.name in state.partition_by or found.name in state.primary_key:
+            raise errors.InvalidSchemaChange(f"cannot drop column '{column}' of '{name}': it is part of the "
+                                             f"partitioning or the primary key; change those first")
+        if len(schema.columns) == 1:
+            raise errors.InvalidSchemaChange(f"cannot drop '{column}', the last column of '{name}': drop the table")
+        self._new_schema(name, state, [c for c in schema.columns if c.id != found.id], action="drop",
+                         column=found.name, column_id=found.id)
+
+    def rename_column(self, name: str, old: str, new: str) -> None:
+        state = self._writable_table(name)
+        schema = self._schema(state)
+        found = schema.column(old)
+        if found is None:
+            raise errors.ColumnNotFound(old, name)
+        check_name("column", new)
+        if schema.column(new) is not None and schema.column(new).id != found.id:
+            raise errors.AlreadyExists("column", f"{name}.{new}", self.branch)
+        columns = [Column(c.id, new, c.type_json, c.nullable, c.default) if c.id == found.id else c
+                   for c in schema.columns]
+        self._new_schema(name, state, columns, action="rename", column=new, old_name=found.name, column_id=found.id)
+        rename = {found.name: new}
+        current = self.ns.table(state.id)
+        self.ns.put_table(current.evolve(partition_by=tuple(rename.get(c, c) for c in current.partition_by),
+                                         primary_key=tuple(rename.get(c, c) for c in current.primary_key)))
+
+    def alter_column_type(self, name: str, column: str, type_) -> None:
+        state = self._writable_table(name)
+        schema = self._schema(state)
+        found = schema.column(column)
+        if found is None:
+            raise errors.ColumnNotFound(column, name)
+        new_type = parse_type(type_, self.spark)
+        if new_type.json() == found.type_json:
+            return
+        check_widening(name, found.name, found.data_type, new_type)
+        columns = [Column(c.id, c.name, new_type.json(), c.nullable, c.default) if c.id == found.id else c
+                   for c in schema.columns]
+        self._new_schema(name, state, columns, action="type", column=found.name, column_id=found.id,
+                         old_type=found.type, type=new_type.simpleString())
+
+    def set_nullable(self, name: str, column: str, nullable: bool) -> None:
+        state = self._writable_table(name)
+        schema = self._schema(state)
+        found = schema.column(column)
+        if found is None:
+            raise errors.ColumnNotFound(column, name)
+        if found.nullable == nullable:
+            return
+        if not nullable and state.segments:
+            nulls = self.reader.read(state).filter(F.col(quote(found.name)).isNull()).limit(1).count()
+            if nulls:
+                raise errors.InvalidSchemaChange(f"cannot make '{found.name}' of '{name}' NOT NULL: it holds NULLs; "
+                                                 f"update them first")
+        columns = [Column(c.id, c.name, c.type_json, nullable, c.default) if c.id == found.id else c
+                   for c in schema.columns]
+        self._new_schema(name, state, columns, action="nullability", column=found.name, column_id=found.id,
+                         nullable=nullable)
+
+    def set_default(self, name: str, column: str, default: str | None) -> None:
+        state = self._writable_table(name)
+        schema = self._schema(state)
+        found = schema.column(column)
+        if found is None:
+            raise errors.ColumnNotFound(column, name)
+        if default is not None:
+            self._check_default(default, found.data_type, found.name)
+        columns = [Column(c.id, c.name, c.type_json, c.nullable, default) if c.id == found.id else c
+                   for c in schema.columns]
+        self._new_schema(name, state, columns, action="default", column=found.name, column_id=found.id,
+                         default=default)
+
+    def _check_default(self, default: str, data_type: T.DataType, column: str) -> None:
+        try:
+            self.spark.range(1).select(F.expr(default).cast(data_type)).schema  # analysed, not run
+        except PySparkException as exc:
+            raise errors.InvalidArgument(f"default '{default}' of column '{column}' is not a valid Spark SQL "
+                                         f"expression: {_first_line(exc)}") from None
+
+    # ----------------------------------------------------------------- DML
+    def conform(self, name: str, state: TableState, df: DataFrame) -> DataFrame:
+        """`df` as rows of the table: columns matched by name, cast to the table's types, missing ones
+        filled with their default or NULL."""
+        schema = self._schema(state)
+        incoming = {f.name.lower(): f for f in df.schema.fields}
+        unknown = [f.name for f in df.schema.fields if schema.column(f.name) is None]
+        if unknown:
+            raise errors.InvalidArgument(f"the data has column(s) {unknown} that table '{name}' lacks on branch "
+                                         f"'{self.branch}': add them with add_column, or leave them out")
+        columns = []
+        for column in schema.columns:
+            field = incoming.get(column.name.lower())
+            if field is None:
+                value = F.expr(column.default) if column.default is not None else F.lit(None)
+                columns.append(value.cast(column.data_type).alias(column.name))
+            elif field.dataType.json() == column.type_json and field.name == column.name:
+                columns.append(F.col(quote(field.name)))
+            else:
+                columns.append(F.col(quote(field.name)).cast(column.data_type).alias(column.name))
+        rows = df.select(*columns)
+        required = [c for c in schema.columns if not c.nullable]
+        if required:
+            violation = rows.filter(" OR ".join(f"{quote(c.name)} IS NULL" for c in required)).limit(1).count()
+            if violation:
+                raise errors.InvalidArgument(f"the data has NULL in NOT NULL column(s) "
+                                             f"{[c.name for c in required]} of '{name}': nothing was written")
+        return rows
+
+    def _check_unique_keys(self, name: str, state: TableState, rows: DataFrame, against_table: bool) -> None:
+        keys = [quote(k) for k in state.primary_key]
+        if rows.groupBy(*keys).count().filter("count > 1").limit(1).count():
+            raise errors.InvalidArgument(f"the data repeats primary key {list(state.primary_key)} values of "
+                                         f"'{name}': each key may appear once; nothing was written")
+        if against_table and state.segments:
+            existing = self.reader.read(state).select(*keys)
+            if rows.select(*keys).join(existing, list(state.primary_key), "left_semi").limit(1).count():
+                raise errors.InvalidArgument(f"the data has primary keys that '{name}' already holds on branch "
+                                             f"'{self.branch}': use upsert (merge on the key) or delete them first")
+
+    def insert(self, name: str, df: DataFrame) -> None:
+        state = self._writable_table(name)
+        rows = self.conform(name, state, df)
+        if state.primary_key:
+            self._check_unique_keys(name, state, rows, against_table=True)
+        seq = self._seq()
+        segments = self.lakehouse.writer.write_segments(state, self._schema(state), rows, seq, "data",
+                                                        fault=self.lakehouse.fault)
+        self.ns.add_segments(segments)
+        self.ns.put_table(state.evolve(segments=state.segments + tuple(s.id for s in segments)))
+        self._record("table", state.id, name, "insert", seq=seq, segments_added=[s.id for s in segments])
+
+    def _filtered(self, name: str, state: TableState, predicate: str | None) -> DataFrame:
+        rows = self.reader.read(state, with_row_ids=True)
+        if predicate is None:
+            return rows
+        try:
+            return rows.filter(F.expr(predicate))
+        except PySparkException as exc:
+            raise errors.InvalidArgument(f"predicate '{predicate}' is not valid on '{name}': "
+                                         f"{_first_line(exc)}") from None
+
+    def _tombstone(self, name: str, state: TableState, doomed: DataFrame, seq: int):
+        tombstone = self.lakehouse.writer.write_tombstone(state, self._schema(state), doomed, seq,
+                                                          fault=self.lakehouse.fault)
+        if tombstone is not None:
+            self.ns.add_tombstone(tombstone)
+        return tombstone
+
+    def delete(self, name: str, predicate: str) -> int:
+        """Delete the rows matching a Spark SQL predicate; returns how many."""
+        state = self._writable_table(name)
+        doomed = self._filtered(name, state, predicate)
+        seq = self._seq()
+        tombstone = self._tombstone(name, state, doomed, seq)
+        if tombstone is None:
+            return 0
+        self.ns.put_table(state.evolve(tombstones=state.tombstones + (tombstone.id,)))
+        self._record("table", state.id, name, "delete", seq=seq, predicate=predicate,
+                     tombstones_added=[tombstone.id], segments_touched=list(tombstone.target_segments),
+                     rows=tombstone.row_count)
+        return tombstone.row_count
+
+    def update(self, name: str, predicate: str | None, assignments: dict[str, str]) -> int:
+        """Set columns to Spark SQL expressions on the rows matching `predicate`; returns how many."""
+        state = self._writable_table(name)
+        schema = self._schema(state)
+        resolved = {}
+        for column, expression in assignments.items():
+            found = schema.column(column)
+            if found is None:
+                raise errors.ColumnNotFound(column, name)
+            resolved[found.name] = expression
+        matched = self._filtered(name, state, predicate)
+        images = [(F.expr(resolved[c.name]) if c.name in resolved else F.col(quote(c.name)))
+                  .cast(c.data_type).alias(c.name) for c in schema.columns]
+        try:
+            new_rows = matched.select(*images, F.col(ROW_FILE).alias(PREV_FILE), F.col(ROW_POS).alias(PREV_POS))
+        except PySparkException as exc:
+            raise errors.InvalidArgument(f"update of '{name}' is not valid: {_first_line(exc)}") from None
+        seq = self._seq()
+        tombstone = self._tombstone(name, state, matched, seq)
+        if tombstone is None:
+            return 0
+        segments = self.lakehouse.writer.write_segments(state, schema, new_rows, seq, "update",
+                                                        fault=self.lakehouse.fault)
+        self.ns.add_segments(segments)
+        self.ns.put_table(state.evolve(segments=state.segments + tuple(s.id for s in segments),
+                                       tombstones=state.tombstones + (tombstone.id,)))
+        self._record("table", state.id, name, "update", seq=seq, predicate=predicate, set=dict(resolved),
+                     tombstones_added=[tombstone.id], segments_added=[s.id for s in segments],
+                     segments_touched=list(tombstone.target_segments), rows=tombstone.row_count)
+        return tombstone.row_count
+
+    def upsert(self, name: str, df: DataFrame, key: list[str] | None = None) -> None:
+        """Merge `df` on `key` (default: the primary key): matching rows are replaced, the rest inserted."""
+        state = self._writable_table(name)
+        schema = self._schema(state)
+        key = list(key or state.primary_key)
+        if not key:
+            raise errors.InvalidArgument(f"upsert into '{name}' needs a key: give key=[...] or declare a primary key")
+        resolved = []
+        for column in key:
+            found = schema.column(column)
+            if found is None:
+                raise errors.ColumnNotFound(column, name)
+            resolved.append(found.name)
+        rows = self.conform(name, state, df)
+        if rows.groupBy(*[quote(k) for k in resolved]).count().filter("count > 1").limit(1).count():
+            raise errors.InvalidArgument(f"the data repeats key {resolved} values for '{name}': each key may appear "
+                                         f"once in a merge; nothing was written")
+        seq = self._seq()
+        matched = self.reader.read(state, with_row_ids=True).join(rows.select(*resolved), resolved, "left_semi")
+        tombstone = self._tombstone(name, state, matched, seq)
+        segments = self.lakehouse.writer.write_segments(state, schema, rows, seq, "data", fault=self.lakehouse.fault)
+        self.ns.add_segments(segments)
+        tombstones = state.tombstones + ((tombstone.id,) if tombstone else ())
+        self.ns.put_table(state.evolve(segments=state.segments + tuple(s.id for s in segments),
+                                       tombstones=tombstones))
+        if tombstone is not None:
+            self._record("table", state.id, name, "update", seq=seq, key=resolved, tombstones_added=[tombstone.id],
+                         segments_touched=list(tombstone.target_segments), rows=tombstone.row_count)
+        self._record("table", state.id, name, "insert", seq=seq, segments_added=[s.id for s in segments])
+
+    def overwrite(self, name: str, df: DataFrame, partitions=None) -> None:
+        """Replace the whole table, or only some partitions (a {column: [values]} mapping, or "dynamic":
+        the partitions present in `df`)."""
+        state = self._writable_table(name)
+        rows = self.conform(name, state, df)
+        if state.primary_key:
+            self._check_unique_keys(name, state, rows, against_table=False)
+        if partitions is None:
+            seq = self._seq()
+            segments = self.lakehouse.writer.write_segments(state, self._schema(state), rows, seq, "data",
+                                                            fault=self.lakehouse.fault)
+            self.ns.add_segments(segments)
+            self.ns.put_table(state.evolve(segments=tuple(s.id for s in segments), tombstones=()))
+            self._record("table", state.id, name, "overwrite", seq=seq, segments_added=[s.id for s in segments],
+                         segments_removed=list(state.segments), tombstones_removed=list(state.tombstones))
+            return
+        self._overwrite_partitions(name, state, rows, partitions)
+
+    def _overwrite_partitions(self, name: str, state: TableState, rows: DataFrame, partitions) -> None:
+        if not state.partition_by:
+            raise errors.InvalidArgument(f"table '{name}' is not partitioned: overwrite it whole, or set its "
+                                         f"partitioning first")
+        columns = list(state.partition_by)
+        if partitions == "dynamic":
+            # One row per partition present in the new data: metadata-sized.
+            wanted = [tuple(None if r[c] is None else str(r[c]) for c in columns)
+                      for r in rows.select(*[quote(c) for c in columns]).distinct().collect()]
+        else:
+            unknown = [c for c in partitions if c not in columns]
+            if unknown or len(partitions) != 1 and set(partitions) != set(columns):
+                raise errors.InvalidArgument(f"partitions {partitions} do not match the partitioning {columns} "
+                                             f"of '{name}'")
+            keys = [c for c in columns if c in partitions]
+            wanted = [tuple(str(v) if v is not None else None for v in combo)
+                      for combo in itertools.product(*[partitions[c] for c in keys])]
+            columns = keys
+        wanted_set = set(wanted)
+        segments = self.ns.segment_infos(state.segments)
+        dropped = [s for s in segments if tuple(s.partition_by[:len(columns)]) == tuple(columns)
+                   and tuple(s.partition_values.get(c) for c in columns) in wanted_set]
+        dropped_ids = {s.id for s in dropped}
+        keep = tuple(s.id for s in segments if s.id not in dropped_ids)
+        seq = self._seq()
+        tombstone = None
+        stale = [s for s in segments if s.id not in dropped_ids and tuple(s.partition_by) != tuple(state.partition_by)]
+        if stale and wanted:
+            # Rows written before the table was partitioned this way: delete them row by row.
+            predicate = " OR ".join("(" + " AND ".join(
+                f"{quote(c)} IS NULL" if v is None else f"CAST({quote(c)} AS STRING) = '{v.replace(chr(39), chr(92) + chr(39))}'"
+                for c, v in zip(columns, value)) + ")" for value in wanted)
+            tombstone = self._tombstone(name, state, self._filtered(name, state, predicate), seq)
+        if partitions != "dynamic":
+            present = rows.select(*[quote(c) for c in columns]).distinct().collect()
+            outside = [r for r in present if tuple(None if r[c] is None else str(r[c]) for c in columns)
+                       not in wanted_set]
+            if outside:
+                raise errors.InvalidArgument(f"the data has rows outside partitions {partitions} of '{name}': "
+                                             f"nothing was written")
+        new_segments = self.lakehouse.writer.write_segments(state, self._schema(state), rows, seq, "data",
+                                                            fault=self.lakehouse.fault)
+        self.ns.add_segments(new_segments)
+        live_targets = {s.id for s in segments if s.id not in dropped_ids}
+        tombstones = tuple(t.id for t in self.ns.tombstone_infos(state.tombstones)
+                           if state.primary_key or _targets_any(t, segments, live_targets))
+        tombstones += (tombstone.id,) if tombstone else ()
+        self.ns.put_table(state.evolve(segments=keep + tuple(s.id for s in new_segments), tombstones=tombstones))
+        self._record("table", state.id, name, "overwrite", seq=seq, partitions=[list(w) for w in wanted],
+                     partition_columns=columns, segments_added=[s.id for s in new_segments],
+                     segments_removed=sorted(dropped_ids))
+
+    def compact(self, name: str) -> None:
+        """Rewrite live rows into fresh segments and fold tombstones in; reads return the same rows."""
+        state = self._writable_table(name)
+        if not state.segments:
+            return
+        rows = self.reader.read(state, with_row_ids=True).drop(SEGMENT_COLUMN)
+        seq = self._seq()
+        segments = self.lakehouse.writer.write_segments(state, self._schema(state), rows, seq, "compaction",
+                                                        fault=self.lakehouse.fault)
+        self.ns.add_segments(segments)
+        self.ns.put_table(state.evolve(segments=tuple(s.id for s in segments), tombstones=()))
+        self._record("table", state.id, name, "compaction", seq=seq, segments_added=[s.id for s in segments],
+                     segments_removed=list(state.segments), tombstones_removed=list(state.tombstones))
+
+    # --------------------------------------------------------------- views
+    def create_view(self, name: str, sql: str, replace: bool = True) -> None:
+        db_name, view_name = split_name(name)
+        check_name("view", view_name)
+        database_id = self.ns.database_id(db_name)
+        table_id = self.ns.table_id(name, required=False)
+        if table_id is not None:
+            existing = self.ns.table(table_id)
+            if existing.kind != "view" or not replace:
+                raise errors.AlreadyExists(existing.kind, name, self.branch)
+            self.ns.put_table(existing.evolve(view_sql=sql))
+            self._record("view", table_id, name, "alter view")
+            return
+        state = TableState(None, uuid.uuid4().hex, database_id, view_name, "view", view_sql=sql)
+        self.ns.put_table(state)
+        self._record("view", state.id, name, "create")
+
+    # ------------------------------------------------------------- restore
+    def restore_table(self, name: str, source_state: TableState, source_database: str) -> None:
+        """Make table `name` what `source_state` was (same id): one overwrite (and alter column)."""
+        table_id = self.ns.table_id(name, required=False)
+        current = self.ns.table(table_id) if table_id else None
+        if current is not None and current.id != source_state.id:
+            raise errors.AlreadyExists("table", name, self.branch)
+        if self.ns.database_id(source_database, required=False) is None:
+            raise errors.DatabaseNotFound(source_database, self.branch)
+        restored = source_state.evolve(database_id=self.ns.database_id(source_database))
+        self.ns.put_table(restored)
+        if current is None:
+            self._record(restored.kind, restored.id, name, "create", restored=True)
+        elif current.schema_id != restored.schema_id:
+            self._record("table", restored.id, name, "alter column", action="restore")
+        if restored.kind == "table":
+            self._record("table", restored.id, name, "overwrite", restored=True,
+                         segments_added=[s for s in restored.segments if not current or s not in current.segments],
+                         segments_removed=[s for s in (current.segments if current else ())
+                                           if s not in restored.segments])
+
+
+def _targets_any(tombstone, segments, live_ids) -> bool:
+    live_groups = {segment_group(s) for s in segments if s.id in live_ids}
+    return any(group in live_groups for group in tombstone.target_segments)
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def _summary(operations: list[OpInfo]) -> str:
+    parts = [f"{o.op} {o.object_name}" for o in operations[:5]]
+    more = f" (+{len(operations) - 5} more)" if len(operations) > 5 else ""
+    return "; ".join(parts) + more
