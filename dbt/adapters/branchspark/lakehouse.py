@@ -74,7 +74,10 @@ class Snapshot:
         self.lakehouse = lakehouse
         self.commit = commit
         self.ns = Namespace(lakehouse.store, lakehouse.store.root(commit.id), label)
-        self.reader = TableReader(lakehouse.spark, lakehouse.warehouse, self.ns)
+
+    @property
+    def reader(self) -> TableReader:
+        return TableReader(self.lakehouse.spark, self.lakehouse.warehouse, self.ns)
 
     @property
     def commit_id(self) -> str:
@@ -126,14 +129,25 @@ class BranchOps:
 
 
 class Lakehouse:
-    def __init__(self, spark: SparkSession, warehouse: str, catalog_url: str | None = None,
+    def __init__(self, spark: SparkSession | None, warehouse: str, catalog_url: str | None = None,
                  fault: Callable[[str], None] | None = None):
-        self.spark = spark
+        self._spark = spark  # None: started on first data access, so metadata commands need no JVM
         self.warehouse = Warehouse(warehouse)
         self.catalog_url = catalog_url or default_catalog_url(warehouse)
         self.store = CatalogStore(self.catalog_url)
-        self.writer = SegmentWriter(spark, self.warehouse)
         self.fault = fault or fault_from_env()
+
+    @property
+    def spark(self) -> SparkSession:
+        if self._spark is None:
+            from .storage.session import local_session
+
+            self._spark = local_session()
+        return self._spark
+
+    @property
+    def writer(self) -> SegmentWriter:
+        return SegmentWriter(self.spark, self.warehouse)
 
     # ------------------------------------------------------------- versions
     def resolve(self, ref: str | datetime = MAIN, as_of=None) -> CommitInfo:

@@ -34,7 +34,6 @@ class Transaction:
                  allow_protected: bool = False):
         self.lakehouse = lakehouse
         self.store = lakehouse.store
-        self.spark = lakehouse.spark
         self.branch = branch
         self.message = message
         self.author = author
@@ -44,12 +43,19 @@ class Transaction:
             raise errors.ProtectedBranch(branch)
         self.base_head = info.head
         self.ns = Namespace(self.store, self.store.root(info.head), branch)
-        self.reader = TableReader(self.spark, lakehouse.warehouse, self.ns)
         self.operations: list[OpInfo] = []
         self.commit_info: CommitInfo | None = None
         self._done = False
 
     # ------------------------------------------------------------ plumbing
+    @property
+    def spark(self):
+        return self.lakehouse.spark
+
+    @property
+    def reader(self) -> TableReader:
+        return TableReader(self.spark, self.lakehouse.warehouse, self.ns)
+
     def __enter__(self) -> "Transaction":
         return self
 

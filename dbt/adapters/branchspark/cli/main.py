@@ -1,0 +1,177 @@
+"""`branchspark`: the command line over the core (Click for commands, Rich for output).
+
+The catalog URL and the warehouse come from --catalog/--warehouse or
+BRANCHSPARK_CATALOG/BRANCHSPARK_WAREHOUSE. Metadata commands never start
+Spark; `show` does, to count rows.
+"""
+from __future__ import annotations
+
+import sys
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from .. import errors
+from ..lakehouse import Lakehouse
+from .graph import commit_graph
+
+console = Console(highlight=False)
+
+
+class Context:
+    def __init__(self, catalog: str | None, warehouse: str):
+        self.catalog, self.warehouse = catalog, warehouse
+        self._lakehouse = None
+
+    @property
+    def lakehouse(self) -> Lakehouse:
+        if self._lakehouse is None:
+            self._lakehouse = Lakehouse(None, self.warehouse, self.catalog)
+        return self._lakehouse
+
+
+class BranchsparkGroup(click.Group):
+    """Print the core's one-line errors as they are, without a traceback."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except errors.BranchsparkError as exc:
+            console.print(f"[red]error:[/red] {exc}")
+            sys.exit(1)
+
+
+@click.group(cls=BranchsparkGroup)
+@click.option("--catalog", envvar="BRANCHSPARK_CATALOG", default=None,
+              help="SQLAlchemy URL of the catalog (default: a SQLite file in the warehouse).")
+@click.option("--warehouse", envvar="BRANCHSPARK_WAREHOUSE", default="./warehouse", show_default=True,
+              help="Path or URI of the warehouse.")
+@click.pass_context
+def cli(ctx, catalog, warehouse):
+    """Git-like branches for a Spark lakehouse."""
+    ctx.obj = Context(catalog, warehouse)
+
+
+@cli.command()
+@click.pass_obj
+def init(obj: Context):
+    """Create (or upgrade) the catalog; a new catalog has branch main."""
+    lakehouse = obj.lakehouse
+    console.print(f"catalog ready at {_safe_url(lakehouse.catalog_url)}; branches: "
+                  f"{', '.join(b.name for b in lakehouse.list_branches())}")
+
+
+@cli.group()
+def branch():
+    """Create, drop, list and protect branches."""
+
+
+@branch.command("create")
+@click.argument("name")
+@click.option("--from", "source", default="main", show_default=True, help="Branch, commit id or time.")
+@click.option("--at", "as_of", default=None, help="A time on the source branch (ISO 8601).")
+@click.pass_obj
+def branch_create(obj: Context, name, source, as_of):
+    info = obj.lakehouse.create_branch(name, source, as_of)
+    console.print(f"created branch [bold]{name}[/bold] at {info.head[:12]} (from {info.created_from})")
+
+
+@branch.command("drop")
+@click.argument("name")
+@click.pass_obj
+def branch_drop(obj: Context, name):
+    obj.lakehouse.drop_branch(name)
+    console.print(f"dropped branch [bold]{name}[/bold]")
+
+
+@branch.command("list")
+@click.pass_obj
+def branch_list(obj: Context):
+    table = Table("branch", "head", "head time", "message", "protected", "created from")
+    for info in obj.lakehouse.list_branches():
+        head = obj.lakehouse.store.get_commit(info.head)
+        table.add_row(info.name, info.head[:12], f"{head.ts:%Y-%m-%d %H:%M:%S}", head.message[:50],
+                      "yes" if info.protected else "", info.created_from or "")
+    console.print(table)
+
+
+@branch.command("protect")
+@click.argument("name")
+@click.option("--off", is_flag=True, help="Make the branch writable again.")
+@click.pass_obj
+def branch_protect(obj: Context, name, off):
+    obj.lakehouse.protect_branch(name, not off)
+    console.print(f"branch [bold]{name}[/bold] is {'writable' if off else 'protected: only merges change it'}")
+
+
+@cli.command()
+@click.argument("ref", default="main")
+@click.option("--limit", "-n", type=int, default=None)
+@click.pass_obj
+def log(obj: Context, ref, limit):
+    """Commits reachable from REF, newest first, with the commit graph."""
+    commits = obj.lakehouse.log(ref, limit)
+    heads = {}
+    for info in obj.lakehouse.list_branches():
+        heads.setdefault(info.head, []).append(info.name)
+    for prefix, commit in zip(commit_graph(commits), commits):
+        names = f" [yellow]({', '.join(heads[commit.id])})[/yellow]" if commit.id in heads else ""
+        ops = ", ".join(sorted({f"{o.op} {o.object_name}" for o in commit.operations}))[:100]
+        console.print(f"{prefix} [cyan]{commit.short_id}[/cyan]{names} {commit.ts:%Y-%m-%d %H:%M:%S} "
+                      f"{commit.message}" + (f" [dim]\\[{ops}][/dim]" if ops else ""))
+
+
+@cli.command()
+@click.argument("table_name")
+@click.option("--branch", "ref", default="main", show_default=True, help="Branch, commit id or branch@time.")
+@click.pass_obj
+def show(obj: Context, table_name, ref):
+    """Schema, segments and row count of a table."""
+    snapshot = obj.lakehouse.snapshot(ref)
+    state = snapshot.state(table_name)
+    info = snapshot.ns.table_info(state)
+    console.print(f"[bold]{info.full_name}[/bold] ({info.kind}) on {ref} at {snapshot.commit.short_id}")
+    if info.kind == "view":
+        console.print(info.view_sql)
+        return
+    schema = Table("column", "type", "nullable", "default")
+    for column in info.columns:
+        schema.add_row(column.name, column.type, "yes" if column.nullable else "no", column.default or "")
+    console.print(schema)
+    if info.partition_by:
+        console.print(f"partitioned by: {', '.join(info.partition_by)}")
+    if info.primary_key:
+        console.print(f"primary key: {', '.join(info.primary_key)}")
+    segments = Table("segment", "kind", "seq", "partition", "path")
+    for segment in snapshot.ns.segment_infos(state.segments):
+        partition = ", ".join(f"{k}={v}" for k, v in segment.partition_values.items())
+        segments.add_row(segment.id[:12], segment.kind, str(segment.seq), partition, segment.path)
+    console.print(segments)
+    tombstones = snapshot.ns.tombstone_infos(state.tombstones)
+    console.print(f"tombstones: {len(tombstones)} ({sum(t.row_count for t in tombstones)} rows deleted)")
+    console.print(f"rows: {snapshot.read(table_name).count()}")
+
+
+@cli.command()
+@click.option("--grace", type=float, default=3600.0, show_default=True,
+              help="Keep unreferenced files younger than this many seconds (writers in flight).")
+@click.option("--dry-run", is_flag=True)
+@click.pass_obj
+def gc(obj: Context, grace, dry_run):
+    """Delete files that no commit of any branch references."""
+    report = obj.lakehouse.gc(grace_seconds=grace, dry_run=dry_run)
+    verb = "would delete" if dry_run else "deleted"
+    console.print(f"{verb} {len(report.deleted_files)} files; kept {report.kept_files} "
+                  f"({report.referenced_segments} segments, {report.referenced_tombstones} tombstones referenced)")
+
+
+def _safe_url(url: str) -> str:
+    """A catalog URL without its password."""
+    from sqlalchemy.engine import make_url
+
+    return make_url(url).render_as_string(hide_password=True)
+
+
+if __name__ == "__main__":
+    cli()

@@ -1,0 +1,223 @@
+"""Connections: one SparkSession and one Lakehouse per process, a handle per dbt thread.
+
+The handle replaces dbt-spark's session wrapper: it keeps the session built
+once, binds parameters as SQL literals that survive NULLs and quotes, has
+`fetchmany` (dbt show), and sends every statement through the router, so that
+writes to branch relations become core transactions on the target branch.
+"""
+
+import datetime as dt
+import decimal
+from contextlib import contextmanager
+from typing import Any, Iterator, List, Optional, Sequence, Tuple
+
+from dbt.adapters.contracts.connection import AdapterResponse, Connection, ConnectionState
+from dbt.adapters.events.logging import AdapterLogger
+from dbt.adapters.exceptions import FailedToConnectError
+from dbt.adapters.spark.connections import SparkConnectionManager
+from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
+
+from dbt.adapters.branchspark.branch_session import (
+    BranchSession,
+    BranchTransaction,
+    open_lakehouse,
+    statement_transaction,
+)
+from dbt.adapters.branchspark.credentials import BranchSparkCredentials
+from dbt.adapters.branchspark.spark_session import spark_session
+from dbt.adapters.branchspark.sql_router import RoutedResult, StatementRouter
+from dbt.adapters.branchspark.sql_text import split_statements
+
+logger = AdapterLogger("branchspark")
+
+
+def sql_literal(value: Any) -> str:
+    """A Spark SQL literal for a bound parameter."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return repr(value) if value == value and value not in (float("inf"), float("-inf")) else f"double('{value}')"
+    if isinstance(value, decimal.Decimal):
+        return f"{value}BD" if value == value else "double('NaN')"
+    if isinstance(value, dt.datetime):
+        return f"TIMESTAMP '{value.isoformat(sep=' ')}'"
+    if isinstance(value, dt.date):
+        return f"DATE '{value.isoformat()}'"
+    text = str(value).replace("\\", "\\\\").replace("'", "\\'")
+    return f"'{text}'"
+
+
+def bind(sql: str, bindings: Optional[Sequence[Any]]) -> str:
+    """Substitute `%s` placeholders (dbt-spark's binding char) with literals."""
+    if not bindings:
+        return sql
+    return sql % tuple(sql_literal(v) for v in bindings)
+
+
+class BranchSparkCursor:
+    """A DB-API-like cursor over the router: results stay lazy DataFrames until fetched."""
+
+    def __init__(self, handle: "BranchSparkHandle"):
+        self.handle = handle
+        self._result: Optional[RoutedResult] = None
+        self._rows: Optional[List[Any]] = None
+        self._position = 0
+
+    def execute(self, sql: str, bindings: Optional[Sequence[Any]] = None) -> None:
+        self._result, self._rows, self._position = None, None, 0
+        for statement in split_statements(bind(sql, bindings)):
+            self._result = self.handle.router.execute(statement)
+
+    @property
+    def message(self) -> str:
+        return self._result.message if self._result else "OK"
+
+    @property
+    def description(self) -> List[Tuple[str, str, None, None, None, None, bool]]:
+        df = self._result.df if self._result else None
+        if df is None:
+            return []
+        return [(f.name, f.dataType.simpleString(), None, None, None, None, f.nullable) for f in df.schema.fields]
+
+    def _all_rows(self) -> List[Any]:
+        if self._rows is None:
+            df = self._result.df if self._result else None
+            self._rows = [] if df is None else df.collect()
+        return self._rows
+
+    def fetchall(self) -> List[Any]:
+        rows = self._all_rows()[self._position :]
+        self._position += len(rows)
+        return rows
+
+    def fetchone(self) -> Optional[Any]:
+        if self._rows is None and self._result is not None and self._result.df is not None:
+            self._rows = self._result.df.take(1)  # only what is asked for
+        rows = self._rows or []
+        if self._position >= len(rows):
+            return None
+        self._position += 1
+        return rows[self._position - 1]
+
+    def fetchmany(self, size: int) -> List[Any]:
+        if self._rows is None and self._result is not None and self._result.df is not None:
+            # `dbt show --limit n`: run the query for n rows only
+            self._rows = self._result.df.limit(self._position + size).collect()
+        rows = (self._rows or [])[self._position : self._position + size]
+        self._position += len(rows)
+        return rows
+
+    def close(self) -> None:
+        self._result, self._rows = None, None
+
+
+class BranchSparkHandle:
+    """The connection handle of one dbt thread: the branch session plus the model build's transaction."""
+
+    def __init__(self, branch_session: BranchSession):
+        self.branch_session = branch_session
+        self.model_transaction: Optional[BranchTransaction] = None
+        self.router = StatementRouter(branch_session.spark, branch_session, self.write)
+
+    @contextmanager
+    def write(self, what: str) -> Iterator[BranchTransaction]:
+        """The transaction a write goes to: the open model build's, or its own commit."""
+        from dbt.adapters.branchspark.commit_messages import statement_message
+
+        with statement_transaction(self.branch_session, self.model_transaction, statement_message(what)) as tx:
+            yield tx
+
+    def begin_model(self, message: str) -> BranchTransaction:
+        self.abort_model()
+        self.model_transaction = self.branch_session.begin(message)
+        return self.model_transaction
+
+    def commit_model(self):
+        tx, self.model_transaction = self.model_transaction, None
+        return tx.commit() if tx is not None else None
+
+    def abort_model(self) -> None:
+        tx, self.model_transaction = self.model_transaction, None
+        if tx is not None:
+            tx.abort()
+
+    # DB-API surface dbt uses
+    def cursor(self) -> BranchSparkCursor:
+        return BranchSparkCursor(self)
+
+    def cancel(self) -> None:
+        try:
+            self.branch_session.spark.sparkContext.cancelAllJobs()
+        except Exception:  # Spark Connect has no SparkContext
+            pass
+
+    def rollback(self, *args: Any, **kwargs: Any) -> None:
+        self.abort_model()
+
+    def close(self) -> None:
+        # a model build that failed half-way leaves its transaction open: discard it
+        self.abort_model()
+
+
+class BranchSparkConnectionManager(SparkConnectionManager):
+    TYPE = "branchspark"
+
+    @contextmanager
+    def exception_handler(self, sql: str) -> Iterator[None]:
+        try:
+            yield
+        except (DbtRuntimeError, DbtDatabaseError):
+            raise
+        except Exception as exc:
+            logger.debug(f"Error while running:\n{sql}")
+            logger.debug(exc)
+            raise DbtRuntimeError(error_line(exc)) from exc
+
+    @classmethod
+    def get_response(cls, cursor: Any) -> AdapterResponse:
+        message = getattr(cursor, "message", "OK")
+        return AdapterResponse(_message=message, code=message.split(" ")[0])
+
+    @classmethod
+    def open(cls, connection: Connection) -> Connection:
+        if connection.state == ConnectionState.OPEN:
+            return connection
+        creds: BranchSparkCredentials = connection.credentials
+        try:
+            config = {**creds.server_side_parameters, **creds.spark_config}
+            spark = spark_session(config, remote_url=creds.method if creds.is_remote else "")
+            lakehouse = open_lakehouse(spark, creds.resolved_warehouse(), creds.catalog)
+            ensure_branch(lakehouse, creds.branch, creds.create_branch_from)
+            branch_session = BranchSession(spark, lakehouse, creds.branch)
+            branch_session.expose_branch()
+        except Exception as exc:
+            raise FailedToConnectError(error_line(exc)) from exc
+        connection.handle = BranchSparkHandle(branch_session)
+        connection.state = ConnectionState.OPEN
+        return connection
+
+
+def ensure_branch(lakehouse, branch: str, create_from: Optional[str]) -> None:
+    """`create_branch_from`: a missing target branch is created from that branch (CI previews)."""
+    if create_from and not lakehouse.branch_exists(branch):
+        try:
+            lakehouse.create_branch(branch, source=create_from)
+        except Exception:
+            if not lakehouse.branch_exists(branch):  # another process created it meanwhile: fine
+                raise
+
+
+def error_line(exc: BaseException) -> str:
+    """The message a user should read: the core's one line as is; Spark's without the JVM trace."""
+    from dbt.adapters.branchspark.errors import BranchsparkError
+
+    if isinstance(exc, BranchsparkError):
+        return str(exc)
+    text = str(exc)
+    for marker in ("\n\nJVM stacktrace:", "\nJVM stacktrace:"):
+        text = text.split(marker)[0]
+    return text.strip()

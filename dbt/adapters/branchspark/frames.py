@@ -1,0 +1,93 @@
+"""Spark types and DataFrame shapes: what a write hands the core must match the table."""
+
+from typing import List, Optional
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import CharType, DataType, StringType, StructField, StructType, VarcharType, _parse_datatype_string
+
+# SQL type names dbt's generic macros use that Spark's DDL parser does not know.
+_TYPE_ALIASES = {
+    "text": "string",
+    "character varying": "string",
+    "integer": "int",
+    "numeric": "decimal",
+    "timestamp without time zone": "timestamp",
+    "timestamp with time zone": "timestamp",
+    "double precision": "double",
+    "real": "float",
+}
+
+
+def spark_type(type_text: str) -> DataType:
+    """A Spark type from DDL text; char/varchar become string, as Spark stores them."""
+    text = type_text.strip()
+    text = _TYPE_ALIASES.get(text.lower(), text)
+    if text.lower().startswith("character varying") or text.lower().startswith("varchar"):
+        return StringType()
+    data_type = _parse_datatype_string(text)
+    if isinstance(data_type, (VarcharType, CharType)):
+        return StringType()
+    return data_type
+
+
+def normalize_type(type_text: str) -> str:
+    """The canonical Spark spelling of a type (`int`, `decimal(10,2)`, `array<string>`)."""
+    try:
+        return spark_type(type_text).simpleString()
+    except Exception:  # something Spark cannot parse: keep it as given
+        return type_text.strip().lower()
+
+
+def schema_from_ddl(columns_ddl: str) -> StructType:
+    schema = _parse_datatype_string(columns_ddl)
+    if not isinstance(schema, StructType):
+        raise ValueError(f"cannot read column definitions: {columns_ddl[:80]}")
+    return StructType(
+        [StructField(f.name, spark_type(f.dataType.simpleString()), f.nullable) for f in schema.fields]
+    )
+
+
+def align_to_schema(df: DataFrame, target: StructType, columns: Optional[List[str]] = None) -> DataFrame:
+    """`df` shaped as `target`: named `columns` (or all of target, by position), cast to
+    target's types; target columns the statement does not give are NULL."""
+    if columns is None:
+        if len(df.columns) != len(target.fields):
+            raise ValueError(
+                f"the query gives {len(df.columns)} columns, the table has {len(target.fields)}: "
+                f"name the columns to insert"
+            )
+        columns = [f.name for f in target.fields]
+    elif len(columns) != len(df.columns):
+        raise ValueError(f"{len(columns)} column names for a query of {len(df.columns)} columns")
+    given = {name.lower(): df[df.columns[i]] for i, name in enumerate(columns)}
+    unknown = set(given) - {f.name.lower() for f in target.fields}
+    if unknown:
+        raise ValueError(f"no column {sorted(unknown)[0]!r} in the table")
+    return df.select(
+        [
+            _cast(given.get(f.name.lower()), f.dataType).alias(f.name)
+            for f in target.fields
+        ]
+    )
+
+
+def conform_by_name(df: DataFrame, target: StructType) -> DataFrame:
+    """`df` with target's columns in target's order and types (by name; missing ones NULL)."""
+    present = {c.lower(): c for c in df.columns}
+    return df.select(
+        [
+            _cast(df[present[f.name.lower()]] if f.name.lower() in present else None, f.dataType).alias(f.name)
+            for f in target.fields
+        ]
+    )
+
+
+def _cast(column: Optional[Column], data_type: DataType) -> Column:
+    if column is None:
+        return F.lit(None).cast(data_type)
+    return column.cast(data_type)
+
+
+def quote_column(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
