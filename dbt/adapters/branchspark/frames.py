@@ -73,14 +73,10 @@ def align_to_schema(df: DataFrame, target: StructType, columns: Optional[List[st
 
 
 def conform_by_name(df: DataFrame, target: StructType) -> DataFrame:
-    """`df` with target's columns in target's order and types (by name; missing ones NULL)."""
-    present = {c.lower(): c for c in df.columns}
-    return df.select(
-        [
-            _cast(df[present[f.name.lower()]] if f.name.lower() in present else None, f.dataType).alias(f.name)
-            for f in target.fields
-        ]
-    )
+    """`df` without the columns the target lacks (dbt ignores them unless on_schema_change
+    adds them); the core casts and fills in the target's missing columns."""
+    wanted = {f.name.lower() for f in target.fields}
+    return df.select([F.col(quote_column(c)) for c in df.columns if c.lower() in wanted])
 
 
 def _cast(column: Optional[Column], data_type: DataType) -> Column:

@@ -20,7 +20,6 @@ DEFAULT_SPARK_CONFIG: Dict[str, str] = {
     "spark.sql.catalogImplementation": "in-memory",
     "spark.ui.enabled": "false",
     "spark.sql.shuffle.partitions": "4",
-    "spark.sql.session.timeZone": "UTC",
     # dbt-spark's macros assume the pre-Spark-4 (non-ANSI) casting rules.
     "spark.sql.ansi.enabled": "false",
 }

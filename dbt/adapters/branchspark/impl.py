@@ -1,0 +1,402 @@
+"""The branchspark dbt adapter: dbt-spark's SQL dialect, with relations and writes on a catalog branch.
+
+Metadata (relations, columns, schemas, the docs catalog) comes from the core's
+snapshot of the target branch. The `@available` methods are what the
+materializations and dispatched macros of `dbt/include/branchspark` call: each
+runs core operations in the model build's transaction on the target branch.
+"""
+
+from typing import Any, Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
+
+from dbt.adapters.base import available
+from dbt.adapters.base.relation import InformationSchema
+from dbt.adapters.contracts.relation import RelationConfig, RelationType
+from dbt.adapters.events.logging import AdapterLogger
+from dbt.adapters.spark.column import SparkColumn
+from dbt.adapters.spark.impl import SparkAdapter
+from dbt_common.clients.agate_helper import DEFAULT_TYPE_TESTER, table_from_rows
+from dbt_common.exceptions import DbtRuntimeError
+from typing_extensions import TypeAlias
+
+from dbt.adapters.branchspark import model_writes
+from dbt.adapters.branchspark.branch_views import VIEW
+from dbt.adapters.branchspark.commit_messages import model_message
+from dbt.adapters.branchspark.connections import BranchSparkConnectionManager, BranchSparkHandle, error_line
+from dbt.adapters.branchspark.frames import normalize_type
+from dbt.adapters.branchspark.relation import BranchSparkRelation, core_table_name
+from dbt.adapters.branchspark.seeds import seed_dataframe
+
+logger = AdapterLogger("branchspark")
+
+
+def _as_list(value) -> List[str]:
+    """A config that is a name or a list of names, as a list without blanks or repeats."""
+    if value is None:
+        return []
+    values = [value] if isinstance(value, str) else list(value)
+    return list(dict.fromkeys(v for v in values if v and str(v).strip()))
+
+
+class BranchSparkAdapter(SparkAdapter):
+    Relation: TypeAlias = BranchSparkRelation  # type: ignore[assignment]
+    ConnectionManager: TypeAlias = BranchSparkConnectionManager  # type: ignore[assignment]
+    Column: TypeAlias = SparkColumn
+
+    # -- plumbing -------------------------------------------------------------------------
+    def _handle(self) -> BranchSparkHandle:
+        return self.connections.get_thread_connection().handle
+
+    def _catalog_view(self):
+        """What metadata reads see: the open model build's transaction, else the branch head."""
+        handle = self._handle()
+        tx = handle.model_transaction
+        return tx.tx if tx is not None and not tx.finished else handle.branch_session.snapshot()
+
+    def _query(self, sql: str):
+        return self._handle().router.query(sql)
+
+    def _core_name(self, relation) -> str:
+        if not relation.schema or not relation.identifier:
+            raise DbtRuntimeError(f"{relation} is not a branch relation (it needs a schema and a name)")
+        return core_table_name(relation.schema, relation.identifier)
+
+    def _run(self, what: str, fn):
+        """Run a core operation; its one-line error becomes the dbt error, unchanged."""
+        try:
+            return fn()
+        except DbtRuntimeError:
+            raise
+        except Exception as exc:
+            logger.debug(f"{what} failed: {exc!r}")
+            raise DbtRuntimeError(error_line(exc)) from exc
+
+    def _write(self, what: str):
+        return self._handle().write(what)
+
+    # -- metadata from the branch ---------------------------------------------------------
+    def list_relations_without_caching(self, schema_relation: BranchSparkRelation) -> List[BranchSparkRelation]:
+        schema = schema_relation.schema
+        if not schema:
+            return []
+        view = self._catalog_view()
+        try:
+            tables = view.tables(database=schema.lower())
+        except Exception:  # no such database on this branch
+            return []
+        return [
+            self.Relation.create(
+                schema=info.database,
+                identifier=info.name,
+                type=RelationType.View if info.kind == VIEW else RelationType.Table,
+            )
+            for info in tables
+        ]
+
+    def get_columns_in_relation(self, relation: BranchSparkRelation) -> List[SparkColumn]:
+        name = relation.core_name if isinstance(relation, BranchSparkRelation) else None
+        info = None
+        if name:
+            view = self._catalog_view()
+            if view.has_table(name):
+                info = view.table(name)
+        if info is not None and info.kind != VIEW and info.columns:
+            columns = [(c.name, normalize_type(c.type)) for c in info.columns]
+        else:
+            # views and session temp relations: Spark's analysis of the temp view (no data read)
+            spark = self._handle().branch_session.spark
+            try:
+                fields = spark.table(relation.render()).schema.fields
+            except Exception:
+                return []
+            columns = [(f.name, f.dataType.simpleString()) for f in fields]
+        return [
+            SparkColumn(
+                table_database=None,
+                table_schema=relation.schema,
+                table_name=relation.identifier,
+                table_type=relation.type,
+                column=column,
+                column_index=index,
+                dtype=dtype,
+            )
+            for index, (column, dtype) in enumerate(columns)
+        ]
+
+    def list_schemas(self, database: str) -> List[str]:
+        return [d.name for d in self._catalog_view().databases()]
+
+    def check_schema_exists(self, database: str, schema: str) -> bool:
+        return schema.lower() in {d.name.lower() for d in self._catalog_view().databases()}
+
+    def expand_target_column_types(self, from_relation, to_relation) -> None:
+        # Spark strings have no length: there is nothing to widen.
+        return None
+
+    def _get_one_catalog(
+        self,
+        information_schema: InformationSchema,
+        schemas: Set[str],
+        used_schemas: FrozenSet[Tuple[str, str]],
+    ):
+        import agate
+
+        rows: List[Dict[str, Any]] = []
+        for schema in schemas:
+            for relation in self.list_relations_without_caching(self.Relation.create(schema=schema)):
+                table_type = "view" if relation.type == RelationType.View else "table"
+                for column in self.get_columns_in_relation(relation):
+                    rows.append(
+                        {
+                            "table_database": None,
+                            "table_schema": relation.schema,
+                            "table_name": relation.identifier,
+                            "table_type": table_type,
+                            "table_comment": None,
+                            "table_owner": None,
+                            "column_name": column.column,
+                            "column_index": column.column_index,
+                            "column_type": column.dtype,
+                            "column_comment": None,
+                        }
+                    )
+        return agate.Table.from_object(rows, column_types=DEFAULT_TYPE_TESTER)
+
+    # -- the model build's transaction ----------------------------------------------------
+    @available.parse_none
+    def begin_model_build(self, model: Any) -> None:
+        unique_id = model.get("unique_id") if hasattr(model, "get") else getattr(model, "unique_id", str(model))
+        batch = model.get("batch") if hasattr(model, "get") else None
+        batch_id = getattr(batch, "id", None) or (batch.get("id") if isinstance(batch, dict) else None)
+        self._run("begin", lambda: self._handle().begin_model(model_message(unique_id, batch_id)))
+
+    @available.parse_none
+    def commit_model_build(self) -> None:
+        self._run("commit", lambda: self._handle().commit_model())
+
+    @available.parse_none
+    def abort_model_build(self) -> None:
+        self._handle().abort_model()
+
+    # -- materializations -----------------------------------------------------------------
+    @available.parse_none
+    def build_table(self, relation, sql: str, partition_by=None, unique_key=None) -> str:
+        name = self._core_name(relation)
+
+        def run():
+            df = self._query(sql)
+            with self._write(f"table {name}") as w:
+                model_writes.build_table(
+                    w, name, df, partition_by=_as_list(partition_by) or None,
+                    primary_key=model_writes.primary_key_of(df, _as_list(unique_key)),
+                )
+
+        self._run(f"build {name}", run)
+        return "OK"
+
+    @available.parse_none
+    def build_view(self, relation, sql: str) -> str:
+        name = self._core_name(relation)
+        router = self._handle().router
+
+        def run():
+            view_sql = router.qualify(sql)
+            router.spark.sql(view_sql).schema  # an invalid query fails here, with Spark's message
+            with self._write(f"view {name}") as w:
+                w.tx.create_view(name, view_sql, replace=True)
+                w.changed(name)
+
+        self._run(f"build {name}", run)
+        return "OK"
+
+    @available.parse_none
+    def write_incremental(
+        self,
+        strategy: str,
+        relation,
+        source_relation,
+        unique_key=None,
+        partition_by=None,
+        update_columns=None,
+        predicates=None,
+        event_time=None,
+        batch_start=None,
+        batch_end=None,
+    ) -> str:
+        """Apply the new rows (a temp view) to an existing incremental model with `strategy`."""
+        name = self._core_name(relation)
+        source_view = source_relation.render()
+        keys = _as_list(unique_key)
+
+        def run():
+            source = self._query(f"select * from {source_view}")
+            with self._write(f"{strategy} {name}") as w:
+                if strategy == "append":
+                    model_writes.append_rows(w, name, source)
+                elif strategy == "merge":
+                    if not keys:
+                        model_writes.append_rows(w, name, source)
+                    else:
+                        columns = None if update_columns is None else _as_list(update_columns)
+                        model_writes.merge_rows(w, name, source, keys, columns)
+                elif strategy == "delete+insert":
+                    model_writes.delete_insert_rows(w, name, source_view, source, keys, _as_list(predicates))
+                elif strategy == "insert_overwrite":
+                    model_writes.overwrite_rows(w, name, source, _as_list(partition_by) or None)
+                elif strategy == "microbatch":
+                    model_writes.replace_time_window(w, name, source, event_time, batch_start, batch_end)
+                else:
+                    raise DbtRuntimeError(
+                        f"incremental_strategy '{strategy}' is not supported by branchspark: use append, merge, "
+                        f"delete+insert, insert_overwrite or microbatch"
+                    )
+
+        self._run(f"{strategy} {name}", run)
+        return "OK"
+
+    @available.parse_none
+    def load_seed(self, relation, agate_table, column_types=None) -> str:
+        name = self._core_name(relation)
+        spark = self._handle().branch_session.spark
+
+        def run():
+            inferred = [self.convert_type(agate_table, i) for i in range(len(agate_table.column_names))]
+            df = seed_dataframe(spark, agate_table, inferred, column_types or {})
+            with self._write(f"seed {name}") as w:
+                model_writes.build_table(w, name, df)
+
+        self._run(f"seed {name}", run)
+        return f"INSERT {len(agate_table.rows)}"
+
+    @available.parse_none
+    def apply_snapshot(self, relation, staging_relation, column_names: Dict[str, str], valid_to_current=None) -> str:
+        name = self._core_name(relation)
+
+        def run():
+            staging = self._query(f"select * from {staging_relation.render()}")
+            with self._write(f"snapshot {name}") as w:
+                model_writes.apply_snapshot(w, name, staging, dict(column_names), valid_to_current)
+
+        self._run(f"snapshot {name}", run)
+        return "OK"
+
+    # -- DDL used by dispatched macros ----------------------------------------------------
+    @available.parse_none
+    def alter_columns(self, relation, add_columns=None, remove_columns=None) -> None:
+        name = self._core_name(relation)
+
+        def run():
+            with self._write(f"alter {name}") as w:
+                for column in add_columns or []:
+                    w.tx.add_column(name, column.name, normalize_type(column.data_type), nullable=True)
+                for column in remove_columns or []:
+                    w.tx.drop_column(name, column.name)
+                w.changed(name)
+
+        self._run(f"alter {name}", run)
+
+    @available.parse_none
+    def change_column_type(self, relation, column_name: str, new_type: str) -> None:
+        name = self._core_name(relation)
+
+        def run():
+            with self._write(f"alter {name}") as w:
+                w.tx.alter_column_type(name, column_name, normalize_type(new_type))
+                w.changed(name)
+
+        self._run(f"alter {name}", run)
+
+    @available.parse_none
+    def drop_branch_relation(self, relation) -> None:
+        if not relation.schema or not relation.include_policy.schema:
+            # a session temp view (model__dbt_tmp): not in the catalog
+            self._handle().branch_session.spark.catalog.dropTempView(relation.identifier)
+            return
+        name = self._core_name(relation)
+
+        def run():
+            with self._write(f"drop {name}") as w:
+                w.tx.drop_table(name, if_exists=True)
+                w.changed(name)
+
+        self._run(f"drop {name}", run)
+
+    @available.parse_none
+    def rename_branch_relation(self, from_relation, to_relation) -> None:
+        old, new = self._core_name(from_relation), self._core_name(to_relation)
+
+        def run():
+            with self._write(f"rename {old}") as w:
+                w.tx.rename_table(old, new)
+                w.changed(old, new)
+
+        self._run(f"rename {old}", run)
+
+    @available.parse_none
+    def create_branch_schema(self, relation) -> None:
+        database = relation.schema.lower()
+
+        def run():
+            with self._write(f"create schema {database}") as w:
+                w.tx.create_database(database, if_not_exists=True)
+
+        self._run(f"create schema {database}", run)
+
+    @available.parse_none
+    def drop_branch_schema(self, relation) -> None:
+        database = relation.schema.lower()
+
+        def run():
+            with self._write(f"drop schema {database}") as w:
+                try:
+                    names = [t.full_name for t in w.tx.tables(database=database)]
+                except Exception:  # no such database on this branch: nothing to drop
+                    return
+                w.tx.drop_database(database, cascade=True, if_exists=True)
+                w.changed(*names)
+
+        self._run(f"drop schema {database}", run)
+
+    # -- branch operations (run-operation macros) -----------------------------------------
+    @available
+    def current_branch(self) -> str:
+        return self.config.credentials.branch
+
+    @available
+    def create_branch(self, name: str, source: Optional[str] = None):
+        lakehouse = self._handle().branch_session.lakehouse
+        source = source or self.config.credentials.branch
+        self._run("create_branch", lambda: lakehouse.create_branch(name, source=source))
+        return self.list_branches()
+
+    @available
+    def drop_branch(self, name: str):
+        lakehouse = self._handle().branch_session.lakehouse
+        self._run("drop_branch", lambda: lakehouse.drop_branch(name))
+        return self.list_branches()
+
+    @available
+    def list_branches(self):
+        lakehouse = self._handle().branch_session.lakehouse
+        branches = self._run("list_branches", lakehouse.list_branches)
+        rows = [
+            [b.name, str(b.head)[:12] if b.head else "", "yes" if b.protected else "", _time_text(b.created_at)]
+            for b in branches
+        ]
+        return table_from_rows(rows, ["branch", "head", "protected", "created_at"])
+
+    @available
+    def branch_log(self, branch: Optional[str] = None, limit: Optional[int] = None):
+        lakehouse = self._handle().branch_session.lakehouse
+        branch = branch or self.config.credentials.branch
+        commits = self._run("branch_log", lambda: lakehouse.log(branch, limit=int(limit) if limit else None))
+        rows = []
+        for commit in commits:
+            operations = ", ".join(f"{op.op} {op.object_name}" for op in (commit.operations or []))
+            rows.append([str(commit.id)[:12], _time_text(commit.ts), commit.message or "", operations])
+        return table_from_rows(rows, ["commit", "time", "message", "operations"])
+
+
+def _time_text(value) -> str:
+    if value is None:
+        return ""
+    return value.isoformat(sep=" ", timespec="seconds") if hasattr(value, "isoformat") else str(value)

@@ -1,0 +1,33 @@
+{#- Branch operations for `dbt run-operation NAME --args '{...}'` (argument names: SPEC section 5).
+    Each prints a table. `from` is a Python keyword, so it is read from kwargs. -#}
+
+{% macro create_branch(name) %}
+  {%- set source = kwargs.get('from') or target.branch -%}
+  {%- if not name -%}
+    {{ exceptions.raise_compiler_error("create_branch needs a name: --args '{name: dev, from: main}'") }}
+  {%- endif -%}
+  {%- set branches = adapter.create_branch(name, source) -%}
+  {{ print("created branch " ~ name ~ " from " ~ source) }}
+  {%- do branches.print_table(max_rows=none, max_column_width=60) -%}
+{% endmacro %}
+
+{% macro drop_branch(name) %}
+  {%- if not name -%}
+    {{ exceptions.raise_compiler_error("drop_branch needs a name: --args '{name: dev}'") }}
+  {%- endif -%}
+  {%- set branches = adapter.drop_branch(name) -%}
+  {{ print("dropped branch " ~ name) }}
+  {%- do branches.print_table(max_rows=none, max_column_width=60) -%}
+{% endmacro %}
+
+{% macro list_branches() %}
+  {%- set branches = adapter.list_branches() -%}
+  {%- do branches.print_table(max_rows=none, max_column_width=60) -%}
+{% endmacro %}
+
+{% macro branch_log(branch=none, limit=none) %}
+  {%- set branch = branch or target.branch -%}
+  {%- set commits = adapter.branch_log(branch, limit) -%}
+  {{ print("commits on branch " ~ branch ~ " (newest first)") }}
+  {%- do commits.print_table(max_rows=none, max_column_width=80) -%}
+{% endmacro %}

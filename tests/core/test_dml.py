@@ -1,0 +1,143 @@
+"""Inserts, deletes, updates, overwrites, upserts and compaction on real Parquet."""
+import pytest
+
+from dbt.adapters.branchspark import errors
+from dbt.adapters.branchspark.storage.reader import ROW_FILE, ROW_POS
+from tests.core.conftest import rows
+
+
+def df(spark, data, schema="id bigint, amount double"):
+    return spark.createDataFrame(data, schema)
+
+
+def test_insert_appends_a_segment(lh, spark, orders):
+    before = lh.snapshot().state(orders)
+    lh.branch("main").insert(orders, df(spark, [(6, 60.0), (7, 70.0)]))
+    after = lh.snapshot().state(orders)
+    assert len(after.segments) == len(before.segments) + 1
+    assert set(before.segments) < set(after.segments)  # old segments shared, never rewritten
+    assert rows(lh.read(orders), "id") == [(i,) for i in range(1, 8)]
+
+
+def test_insert_casts_and_fills_missing_columns(lh, spark, orders):
+    lh.branch("main").insert(orders, spark.createDataFrame([(8,)], "id int"))
+    assert rows(lh.read(orders).filter("id = 8")) == [(8, None)]
+    with pytest.raises(errors.InvalidArgument, match=r"column\(s\) \['extra'\] that table 'shop.orders' lacks"):
+        lh.branch("main").insert(orders, spark.createDataFrame([(9, 1.0, 1)], "id bigint, amount double, extra int"))
+
+
+def test_delete_writes_a_tombstone_and_keeps_segments(lh, orders):
+    before = lh.snapshot().state(orders)
+    assert lh.branch("main").delete(orders, "amount >= 40") == 2
+    after = lh.snapshot().state(orders)
+    assert after.segments == before.segments and len(after.tombstones) == 1
+    assert rows(lh.read(orders), "id") == [(1,), (2,), (3,)]
+    op = lh.log("main", 1)[0].operations[0]
+    assert op.op == "delete" and op.detail["rows"] == 2 and op.detail["segments_touched"]
+
+
+def test_delete_matching_nothing_commits_nothing(lh, orders):
+    head = lh.get_branch("main").head
+    assert lh.branch("main").delete(orders, "id > 100") == 0
+    assert lh.get_branch("main").head == head
+
+
+def test_same_row_deleted_twice_counts_once(lh, spark, orders):
+    lh.create_branch("a")
+    lh.branch("a").delete(orders, "id = 1")
+    assert lh.branch("a").delete(orders, "id = 1") == 0
+    assert lh.read(orders, at="a").count() == 4
+
+
+def test_update_tombstones_old_rows_and_writes_new_images(lh, orders):
+    assert lh.branch("main").update(orders, "id in (2, 3)", {"amount": "amount * 100"}) == 2
+    assert rows(lh.read(orders)) == [(1, 10.0), (2, 2000.0), (3, 3000.0), (4, 40.0), (5, 50.0)]
+    op = lh.log("main", 1)[0].operations[0]
+    assert op.op == "update" and op.detail["rows"] == 2
+    # A second update of the same rows hits the new images, not the old ones.
+    lh.branch("main").update(orders, "id = 2", {"amount": "amount + 1"})
+    assert rows(lh.read(orders).filter("id = 2")) == [(2, 2001.0)]
+
+
+def test_update_rejects_unknown_column_and_bad_expression(lh, orders):
+    head = lh.get_branch("main").head
+    with pytest.raises(errors.ColumnNotFound):
+        lh.branch("main").update(orders, "id = 1", {"nope": "1"})
+    with pytest.raises(errors.InvalidArgument, match="predicate 'idd = 1' is not valid"):
+        lh.branch("main").update(orders, "idd = 1", {"amount": "1"})
+    assert lh.get_branch("main").head == head
+
+
+def test_overwrite_whole_table(lh, spark, orders):
+    lh.branch("main").delete(orders, "id = 1")
+    lh.branch("main").overwrite(orders, df(spark, [(100, 1.0)]))
+    state = lh.snapshot().state(orders)
+    assert rows(lh.read(orders)) == [(100, 1.0)] and state.tombstones == ()
+    assert lh.log("main", 1)[0].operations[0].op == "overwrite"
+
+
+def test_overwrite_partitions(lh, spark):
+    b = lh.branch("main")
+    b.create_database("d")
+    schema = "id bigint, day string"
+    b.create_table_as("d.e", spark.createDataFrame([(1, "mon"), (2, "mon"), (3, "tue"), (4, "wed")], schema),
+                      partition_by=["day"])
+    b.overwrite("d.e", spark.createDataFrame([(10, "mon")], schema), partitions="dynamic")
+    assert rows(lh.read("d.e")) == [(3, "tue"), (4, "wed"), (10, "mon")]
+    b.overwrite("d.e", spark.createDataFrame([(20, "tue")], schema), partitions={"day": ["tue", "wed"]})
+    assert rows(lh.read("d.e")) == [(10, "mon"), (20, "tue")]
+    with pytest.raises(errors.InvalidArgument, match="outside partitions"):
+        b.overwrite("d.e", spark.createDataFrame([(30, "fri")], schema), partitions={"day": ["mon"]})
+    assert rows(lh.read("d.e")) == [(10, "mon"), (20, "tue")]
+
+
+def test_primary_key_tables_refuse_duplicates_and_upsert(lh, spark):
+    b = lh.branch("main")
+    b.create_database("d")
+    b.create_table_as("d.k", spark.createDataFrame([(1, "a"), (2, "b")], "k bigint, v string"), primary_key=["k"])
+    with pytest.raises(errors.InvalidArgument, match="already holds"):
+        b.insert("d.k", spark.createDataFrame([(2, "x")], "k bigint, v string"))
+    with pytest.raises(errors.InvalidArgument, match="repeats primary key"):
+        b.insert("d.k", spark.createDataFrame([(3, "x"), (3, "y")], "k bigint, v string"))
+    b.upsert("d.k", spark.createDataFrame([(2, "B"), (3, "C")], "k bigint, v string"))
+    assert rows(lh.read("d.k")) == [(1, "a"), (2, "B"), (3, "C")]
+    assert [o.op for o in lh.log("main", 1)[0].operations] == ["update", "insert"]
+    # A key tombstone deletes only older rows: the new image of key 2 survives its own tombstone.
+    b.update("d.k", "k = 2", {"v": "'BB'"})
+    b.delete("d.k", "k = 1")
+    assert rows(lh.read("d.k")) == [(2, "BB"), (3, "C")]
+
+
+def test_compaction_keeps_rows_and_row_identity(lh, spark, orders):
+    b = lh.branch("main")
+    b.insert(orders, df(spark, [(6, 60.0)]))
+    b.delete(orders, "id = 2")
+    b.update(orders, "id = 3", {"amount": "0"})
+    before = rows(lh.read(orders))
+    ids_before = rows(lh.snapshot().read(orders, with_row_ids=True), "id", ROW_FILE, ROW_POS)
+    b.compact(orders)
+    state = lh.snapshot().state(orders)
+    assert len(state.segments) >= 1 and state.tombstones == ()
+    assert rows(lh.read(orders)) == before
+    assert rows(lh.snapshot().read(orders, with_row_ids=True), "id", ROW_FILE, ROW_POS) == ids_before
+    assert lh.log("main", 1)[0].operations[0].op == "compaction"
+    # Deletes after compaction still find their rows.
+    b.delete(orders, "id = 6")
+    assert 6 not in [r[0] for r in rows(lh.read(orders))]
+
+
+def test_filters_reach_the_parquet_scan(lh, orders):
+    plan = lh.read(orders).filter("amount > 25")._jdf.queryExecution().executedPlan().toString()
+    assert "FileScan parquet" in plan and "PushedFilters: [IsNotNull(amount), GreaterThan(amount,25.0)]" in plan
+
+
+def test_a_transaction_is_one_commit_and_sees_its_own_writes(lh, spark, orders):
+    head = lh.get_branch("main").head
+    with lh.transaction("main", message="two steps") as tx:
+        tx.insert(orders, df(spark, [(6, 60.0)]))
+        tx.update(orders, "id = 6", {"amount": "61"})
+        assert rows(tx.read(orders).filter("id = 6")) == [(6, 61.0)]
+    log = lh.log("main", 2)
+    assert log[1].id == head and log[0].message == "two steps"
+    assert [o.op for o in log[0].operations] == ["insert", "update"]
+    assert rows(lh.read(orders).filter("id = 6")) == [(6, 61.0)]

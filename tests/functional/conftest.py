@@ -1,0 +1,46 @@
+"""dbt's adapter test harness on branchspark: one warehouse and one SparkSession per test process."""
+
+import os
+import sys
+
+import pytest
+
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+
+pytest_plugins = ["dbt.tests.fixtures.project"]
+
+# Small and quiet Spark for tests; the adapter reuses this process's session across dbt invocations.
+TEST_SPARK_CONFIG = {
+    "spark.master": "local[2]",
+    "spark.sql.shuffle.partitions": "2",
+    "spark.default.parallelism": "2",
+    "spark.driver.memory": "2g",
+}
+
+
+@pytest.fixture(scope="session")
+def warehouse_dir(tmp_path_factory) -> str:
+    return str(tmp_path_factory.mktemp("warehouse"))
+
+
+@pytest.fixture(scope="class")
+def dbt_profile_target(warehouse_dir):
+    return {
+        "type": "branchspark",
+        "method": "session",
+        "branch": "main",
+        "warehouse": warehouse_dir,
+        "threads": 2,
+        "spark_config": dict(TEST_SPARK_CONFIG),
+    }
+
+
+@pytest.fixture(scope="class")
+def profile_user(dbt_profile_target):
+    # branch relations have no owner
+    return None
+
+
+def pytest_configure(config):
+    # dbt-tests-adapter 1.20 defines class-scoped fixtures as instance methods (pytest 9 warns)
+    config.addinivalue_line("filterwarnings", "ignore::pytest.PytestRemovedIn10Warning")
