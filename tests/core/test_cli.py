@@ -1,0 +1,49 @@
+"""The branchspark command line, run as a user would, on a real catalog file."""
+from click.testing import CliRunner
+
+from dbt.adapters.branchspark.cli.main import cli
+
+
+def run(warehouse, *args):
+    result = CliRunner().invoke(cli, ["--warehouse", warehouse, *args], catch_exceptions=False,
+                                env={"COLUMNS": "200"})
+    return result.exit_code, result.output
+
+
+def test_init_branch_log_show_gc(lh, spark, orders, warehouse):
+    assert run(warehouse, "init")[0] == 0
+    code, out = run(warehouse, "branch", "create", "dev")
+    assert code == 0 and "created branch dev" in out
+    lh.branch("dev").delete(orders, "id = 1", message="remove first order")
+    code, out = run(warehouse, "branch", "list")
+    assert code == 0 and "dev" in out and "remove first order" in out
+    code, out = run(warehouse, "log", "dev")
+    assert code == 0
+    lines = [l for l in out.splitlines() if l.strip()]
+    assert lines[0].startswith("* ") and "(dev)" in lines[0] and "remove first order" in lines[0]
+    assert "delete shop.orders" in lines[0] and "initialize catalog" in lines[-1]
+    code, out = run(warehouse, "show", "shop.orders", "--branch", "dev")
+    assert code == 0 and "amount" in out and "double" in out and "rows: 4" in out and "tombstones: 1" in out
+    code, out = run(warehouse, "gc", "--grace", "0")
+    assert code == 0 and "deleted 0 files" in out
+
+
+def test_errors_are_one_line_and_exit_non_zero(lh, warehouse):
+    code, out = run(warehouse, "branch", "drop", "nope")
+    assert code == 1 and out.strip() == ("error: branch 'nope' does not exist: create it with "
+                                         "`branchspark branch create nope` or pick one of `branchspark branch list`")
+    code, out = run(warehouse, "branch", "protect", "main")
+    assert code == 0 and lh.get_branch("main").protected
+
+
+def test_log_graph_shows_a_merge_lane():
+    from datetime import datetime
+
+    from dbt.adapters.branchspark.catalog.state import CommitInfo
+    from dbt.adapters.branchspark.cli.graph import commit_graph
+
+    now = datetime(2026, 1, 1)
+    commits = [CommitInfo("m", 5, now, ("a2", "b1"), "merge", None), CommitInfo("b1", 4, now, ("a1",), "b", None),
+               CommitInfo("a2", 3, now, ("a1",), "a", None), CommitInfo("a1", 2, now, ("r",), "a1", None),
+               CommitInfo("r", 1, now, (), "root", None)]
+    assert commit_graph(commits) == ["*", "| *", "* |", "*", "*"]
