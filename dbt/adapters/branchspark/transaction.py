@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import uuid
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from pyspark.errors import PySparkException
@@ -173,13 +174,14 @@ class Transaction:
             raise errors.AlreadyExists("table", name, self.branch)
         partition_by, primary_key = list(partition_by or []), list(primary_key or [])
         columns, seen = [], set()
-        for index, field in enumerate(schema.fields, start=1):
+        column_ids = self.store.allocate_seqs(len(schema.fields)) if schema.fields else []
+        for column_id, field in zip(column_ids, schema.fields):
             check_name("column", field.name)
             if field.name.lower() in seen:
                 raise errors.InvalidArgument(f"column '{field.name}' appears twice in the schema of '{name}'")
             seen.add(field.name.lower())
             in_key = field.name.lower() in {k.lower() for k in primary_key}
-            columns.append(Column(index, field.name, field.dataType.json(), field.nullable and not in_key))
+            columns.append(Column(column_id, field.name, field.dataType.json(), field.nullable and not in_key))
         for kind, chosen in (("partition", partition_by), ("primary key", primary_key)):
             unknown = [c for c in chosen if c.lower() not in seen]
             if unknown:
@@ -190,8 +192,7 @@ class Transaction:
         seq = self._seq()
         state = TableState(None, table_id, database_id, table_name, "table", dict(properties or {}),
                            tuple(names[c.lower()] for c in partition_by), tuple(names[c.lower()] for c in primary_key),
-                           schema_version.id, ({"schema_id": schema_version.id, "seq": seq, "visible": True},),
-                           next_column_id=len(columns) + 1)
+                           schema_version.id, ({"schema_id": schema_version.id, "seq": seq, "visible": True},))
         self.ns.add_schema(schema_version, table_id)
         self.ns.put_table(state)
         self._record("table", table_id, name, "create", columns=[c.name for c in columns],
@@ -315,13 +316,11 @@ class Transaction:
         self._record("table", state.id, name, "alter properties", primary_key=resolved)
 
     # ------------------------------------------------------------- columns
-    def _new_schema(self, name: str, state: TableState, columns: list[Column], next_column_id: int | None = None,
-                    **detail) -> None:
+    def _new_schema(self, name: str, state: TableState, columns: list[Column], **detail) -> None:
         schema = Schema(uuid.uuid4().hex, tuple(columns))
         self.ns.add_schema(schema, state.id)
         entry = {"schema_id": schema.id, "seq": self._seq(), "visible": True}
-        self.ns.put_table(state.evolve(schema_id=schema.id, schema_history=state.schema_history + (entry,),
-                                       next_column_id=next_column_id or state.next_column_id))
+        self.ns.put_table(state.evolve(schema_id=schema.id, schema_history=state.schema_history + (entry,)))
         self._record("table", state.id, name, "alter column", **detail)
 
     def add_column(self, name: str, column: str, type_, nullable: bool = True, default: str | None = None) -> None:
@@ -336,8 +335,8 @@ class Transaction:
                                              f"which has rows: give a default or make it nullable")
         if default is not None:
             self._check_default(default, data_type, column)
-        new = Column(state.next_column_id, column, data_type.json(), nullable, default)
-        self._new_schema(name, state, list(schema.columns) + [new], state.next_column_id + 1, action="add",
+        new = Column(self._seq(), column, data_type.json(), nullable, default)
+        self._new_schema(name, state, list(schema.columns) + [new], action="add",
                          column=column, column_id=new.id, type=data_type.simpleString(), nullable=nullable,
                          default=default)
 
@@ -364,7 +363,7 @@ class Transaction:
         check_name("column", new)
         if schema.column(new) is not None and schema.column(new).id != found.id:
             raise errors.AlreadyExists("column", f"{name}.{new}", self.branch)
-        columns = [Column(c.id, new, c.type_json, c.nullable, c.default) if c.id == found.id else c
+        columns = [replace(c, name=new) if c.id == found.id else c
                    for c in schema.columns]
         self._new_schema(name, state, columns, action="rename", column=new, old_name=found.name, column_id=found.id)
         rename = {found.name: new}
@@ -382,7 +381,7 @@ class Transaction:
         if new_type.json() == found.type_json:
             return
         check_widening(name, found.name, found.data_type, new_type)
-        columns = [Column(c.id, c.name, new_type.json(), c.nullable, c.default) if c.id == found.id else c
+        columns = [replace(c, type_json=new_type.json()) if c.id == found.id else c
                    for c in schema.columns]
         self._new_schema(name, state, columns, action="type", column=found.name, column_id=found.id,
                          old_type=found.type, type=new_type.simpleString())
@@ -400,7 +399,7 @@ class Transaction:
             if nulls:
                 raise errors.InvalidSchemaChange(f"cannot make '{found.name}' of '{name}' NOT NULL: it holds NULLs; "
                                                  f"update them first")
-        columns = [Column(c.id, c.name, c.type_json, nullable, c.default) if c.id == found.id else c
+        columns = [replace(c, nullable=nullable) if c.id == found.id else c
                    for c in schema.columns]
         self._new_schema(name, state, columns, action="nullability", column=found.name, column_id=found.id,
                          nullable=nullable)
@@ -413,7 +412,7 @@ class Transaction:
             raise errors.ColumnNotFound(column, name)
         if default is not None:
             self._check_default(default, found.data_type, found.name)
-        columns = [Column(c.id, c.name, c.type_json, c.nullable, default) if c.id == found.id else c
+        columns = [replace(c, default=default) if c.id == found.id else c
                    for c in schema.columns]
         self._new_schema(name, state, columns, action="default", column=found.name, column_id=found.id,
                          default=default)
@@ -637,7 +636,8 @@ class Transaction:
         self.ns.put_table(state.evolve(segments=keep + tuple(s.id for s in new_segments), tombstones=tombstones))
         self._record("table", state.id, name, "overwrite", seq=seq, partitions=[list(w) for w in wanted],
                      partition_columns=columns, segments_added=[s.id for s in new_segments],
-                     segments_removed=sorted(dropped_ids))
+                     segments_removed=sorted(dropped_ids),
+                     tombstones_added=[tombstone.id] if tombstone else [])
 
     def compact(self, name: str) -> None:
         """Rewrite live rows into fresh segments and fold tombstones in; reads return the same rows."""

@@ -81,7 +81,6 @@ class TableVersion(Base):
     schema_history: Mapped[list] = mapped_column(JSON, nullable=False, default=list)
     segments: Mapped[list] = mapped_column(JSON, nullable=False, default=list)
     tombstones: Mapped[list] = mapped_column(JSON, nullable=False, default=list)
-    next_column_id: Mapped[int] = mapped_column(Integer, nullable=False, default=1)
     view_sql: Mapped[str | None] = mapped_column(Text)
 
 
@@ -103,6 +102,7 @@ class Segment(Base):
     kind: Mapped[str] = mapped_column(String(16), nullable=False)  # data | update | compaction
     partition_by: Mapped[list] = mapped_column(JSON, nullable=False, default=list)
     partition_values: Mapped[dict] = mapped_column(JSON, nullable=False, default=dict)
+    files: Mapped[list] = mapped_column(JSON, nullable=False, default=list)  # data files, relative to `path`
 
 
 class Tombstone(Base):
@@ -114,6 +114,7 @@ class Tombstone(Base):
     schema_id: Mapped[str] = mapped_column(String(32), nullable=False)
     row_count: Mapped[int] = mapped_column(BigInteger, nullable=False)
     target_segments: Mapped[list] = mapped_column(JSON, nullable=False, default=list)
+    target_files: Mapped[list] = mapped_column(JSON, nullable=False, default=list)  # row-id file names
 
 
 Index("ix_bs_commits_parent", Commit.parent_id)

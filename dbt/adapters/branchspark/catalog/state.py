@@ -18,6 +18,12 @@ class Column:
     type_json: str  # Spark's JSON form of the type: parsed without a JVM
     nullable: bool = True
     default: str | None = None  # a Spark SQL literal expression, e.g. "0" or "'n/a'"
+    # Ids are unique in the whole catalog, so columns added on two branches never collide. A merge that
+    # finds the same name added on both sides keeps one id and lists the other here.
+    aliases: tuple[int, ...] = ()
+
+    def known_as(self, column_id: int) -> bool:
+        return column_id == self.id or column_id in self.aliases
 
     @property
     def data_type(self) -> T.DataType:
@@ -28,12 +34,16 @@ class Column:
         return self.data_type.simpleString()
 
     def to_row(self) -> dict:
-        return {"id": self.id, "name": self.name, "type": self.type_json, "nullable": self.nullable,
-                "default": self.default}
+        row = {"id": self.id, "name": self.name, "type": self.type_json, "nullable": self.nullable,
+               "default": self.default}
+        if self.aliases:
+            row["aliases"] = list(self.aliases)
+        return row
 
     @staticmethod
     def from_row(row: dict) -> "Column":
-        return Column(row["id"], row["name"], row["type"], row.get("nullable", True), row.get("default"))
+        return Column(row["id"], row["name"], row["type"], row.get("nullable", True), row.get("default"),
+                      tuple(row.get("aliases", ())))
 
 
 def _parse_type_json(type_json: str) -> T.DataType:
@@ -51,6 +61,10 @@ class Schema:
 
     def by_id(self, column_id: int) -> Column | None:
         return next((c for c in self.columns if c.id == column_id), None)
+
+    def source_of(self, column: Column) -> Column | None:
+        """The column of this (older) schema that holds `column`'s data, by id or alias."""
+        return next((c for c in self.columns if column.known_as(c.id) or c.known_as(column.id)), None)
 
     @property
     def names(self) -> list[str]:
@@ -70,6 +84,7 @@ class SegmentInfo:
     kind: str  # data | update | compaction
     partition_by: tuple[str, ...] = ()
     partition_values: dict = field(default_factory=dict)
+    files: tuple[str, ...] = ()  # data file names below `path`
 
 
 @dataclass(frozen=True)
@@ -81,6 +96,7 @@ class TombstoneInfo:
     schema_id: str
     row_count: int
     target_segments: tuple[str, ...] = ()
+    target_files: tuple[str, ...] = ()  # row-id file names (below the segment root) it deletes rows of
 
 
 @dataclass(frozen=True)
@@ -108,7 +124,6 @@ class TableState:
     schema_history: tuple[dict, ...] = ()
     segments: tuple[str, ...] = ()
     tombstones: tuple[str, ...] = ()
-    next_column_id: int = 1
     view_sql: str | None = None
 
     def evolve(self, **changes) -> "TableState":

@@ -128,9 +128,16 @@ class CatalogStore:
             self._lock_catalog(conn)
             return self._next_seq(conn)
 
+    def allocate_seqs(self, count: int) -> list[int]:
+        """`count` consecutive numbers of the same sequence (column ids, for example)."""
+        with self._write() as conn, conn.begin():
+            self._lock_catalog(conn)
+            last = self._next_seq(conn, count)
+        return list(range(last - count + 1, last + 1))
+
     @staticmethod
-    def _next_seq(conn: Connection) -> int:
-        conn.execute(update(m.Counter).where(m.Counter.name == "seq").values(value=m.Counter.value + 1))
+    def _next_seq(conn: Connection, count: int = 1) -> int:
+        conn.execute(update(m.Counter).where(m.Counter.name == "seq").values(value=m.Counter.value + count))
         return conn.execute(select(m.Counter.value).where(m.Counter.name == "seq")).scalar_one()
 
     # -------------------------------------------------------------- branches
@@ -357,7 +364,7 @@ class CatalogStore:
             "id": t.version_id, "table_id": t.id, "database_id": t.database_id, "name": t.name, "kind": t.kind,
             "properties": t.properties, "partition_by": list(t.partition_by), "primary_key": list(t.primary_key),
             "schema_id": t.schema_id, "schema_history": list(t.schema_history), "segments": list(t.segments),
-            "tombstones": list(t.tombstones), "next_column_id": t.next_column_id, "view_sql": t.view_sql,
+            "tombstones": list(t.tombstones), "view_sql": t.view_sql,
         } for t in tables]
         if table_rows:
             conn.execute(insert(m.TableVersion), table_rows)
@@ -366,12 +373,14 @@ class CatalogStore:
         if schema_rows:
             conn.execute(insert(m.SchemaVersion), schema_rows)
         seg_rows = [{"id": s.id, "table_id": s.table_id, "path": s.path, "seq": s.seq, "schema_id": s.schema_id,
-                     "kind": s.kind, "partition_by": list(s.partition_by), "partition_values": s.partition_values}
+                     "kind": s.kind, "partition_by": list(s.partition_by), "partition_values": s.partition_values,
+                     "files": list(s.files)}
                     for s in segments]
         if seg_rows:
             conn.execute(insert(m.Segment), seg_rows)
         tomb_rows = [{"id": t.id, "table_id": t.table_id, "path": t.path, "seq": t.seq, "schema_id": t.schema_id,
-                      "row_count": t.row_count, "target_segments": list(t.target_segments)} for t in tombstones]
+                      "row_count": t.row_count, "target_segments": list(t.target_segments),
+                      "target_files": list(t.target_files)} for t in tombstones]
         if tomb_rows:
             conn.execute(insert(m.Tombstone), tomb_rows)
 
@@ -394,7 +403,7 @@ class CatalogStore:
         return self._load("table", m.TableVersion, version_ids, lambda r: TableState(
             r.id, r.table_id, r.database_id, r.name, r.kind, dict(r.properties or {}), tuple(r.partition_by or ()),
             tuple(r.primary_key or ()), r.schema_id, tuple(r.schema_history or ()), tuple(r.segments or ()),
-            tuple(r.tombstones or ()), r.next_column_id, r.view_sql))
+            tuple(r.tombstones or ()), r.view_sql))
 
     def schemas(self, ids: Iterable[str]) -> dict[str, Schema]:
         return self._load("schema", m.SchemaVersion, ids,
@@ -403,11 +412,12 @@ class CatalogStore:
     def segments(self, ids: Iterable[str]) -> dict[str, SegmentInfo]:
         return self._load("segment", m.Segment, ids, lambda r: SegmentInfo(
             r.id, r.table_id, r.path, r.seq, r.schema_id, r.kind, tuple(r.partition_by or ()),
-            dict(r.partition_values or {})))
+            dict(r.partition_values or {}), tuple(r.files or ())))
 
     def tombstones(self, ids: Iterable[str]) -> dict[str, TombstoneInfo]:
         return self._load("tombstone", m.Tombstone, ids, lambda r: TombstoneInfo(
-            r.id, r.table_id, r.path, r.seq, r.schema_id, r.row_count, tuple(r.target_segments or ())))
+            r.id, r.table_id, r.path, r.seq, r.schema_id, r.row_count, tuple(r.target_segments or ()),
+            tuple(r.target_files or ())))
 
     def all_table_version_ids(self) -> set[str]:
         with self.engine.connect() as conn:

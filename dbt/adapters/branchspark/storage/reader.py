@@ -36,6 +36,11 @@ PREV_FILE = "_bs_prev_file"  # update segments: identity of the row an image rep
 PREV_POS = "_bs_prev_pos"
 ROW_ID_COLUMNS = (SEGMENT_COLUMN, ROW_FILE, ROW_POS, ROW_SEQ)
 HIDDEN_PREFIX = "_bs_"
+# Join-only columns of the data side, dropped before a read returns.
+_J_FILE, _J_POS, _J_ORDER = "_bs_jfile", "_bs_jpos", "_bs_jorder"
+_JOIN_COLUMNS = (_J_FILE, _J_POS, _J_ORDER)
+_PREFIXES: dict[tuple[str, str], str] = {}
+_PER_FILE_LIMIT = 32  # beyond this many targeted files, one generic anti-join plans faster
 _BROADCAST_TOMBSTONE_ROWS = 2_000_000
 
 
@@ -69,36 +74,32 @@ class TableReader:
         if not segments:
             return self._empty(schema, with_row_ids)
         if table.primary_key:
-            targeted = {s.id for s in segments} if tombstones else set()
+            hit = {segment_group(s) for s in segments} if tombstones else set()
         else:
             hit = {group for tomb in tombstones for group in tomb.target_segments}
-            targeted = {s.id for s in segments if segment_group(s) in hit}
-        clean = [s for s in segments if s.id not in targeted]
-        dirty = [s for s in segments if s.id in targeted]
+        groups: dict[tuple, list[SegmentInfo]] = defaultdict(list)
+        for segment in segments:
+            key = (segment.schema_id, segment.partition_by, segment.kind == "compaction", segment_group(segment) in hit)
+            groups[key].append(segment)
+        deleted = self._deleted_rows(table, schema, tombstones, segments) if hit else None
         parts = []
-        if clean:
-            parts.append(self._read_segments(table, clean, schema, with_row_ids))
-        if dirty:
-            rows = self._read_segments(table, dirty, schema, with_ids=True)
-            rows = self._apply_tombstones(table, rows, schema, tombstones)
-            if not with_row_ids:
-                rows = rows.drop(*ROW_ID_COLUMNS)
-            parts.append(rows)
+        for (schema_id, partition_by, compacted, targeted), group in sorted(groups.items(), key=lambda kv: kv[0]):
+            if targeted and not compacted and not table.primary_key:
+                per_file = self._per_file_anti_join(table, group, self.lookup.schema(schema_id), schema, tombstones,
+                                                    with_row_ids)
+                if per_file is not None:
+                    parts.append(per_file)
+                    continue
+            rows = self._read_group(table, group, self.lookup.schema(schema_id), compacted, schema,
+                                    join_ids=targeted, row_ids=with_row_ids, keyed=bool(table.primary_key))
+            if targeted:
+                rows = self._anti_join(table, rows, deleted, compacted)
+            parts.append(rows.drop(*_JOIN_COLUMNS))
         return _union(parts)
 
     # ------------------------------------------------------------- segments
-    def _read_segments(self, table: TableState, segments: list[SegmentInfo], target: Schema,
-                       with_ids: bool) -> DataFrame:
-        groups: dict[tuple, list[SegmentInfo]] = defaultdict(list)
-        for segment in segments:
-            groups[(segment.schema_id, segment.partition_by, segment.kind == "compaction")].append(segment)
-        return _union([
-            self._read_group(table, group, self.lookup.schema(schema_id), partition_by, compacted, target, with_ids)
-            for (schema_id, partition_by, compacted), group in sorted(groups.items(), key=lambda kv: kv[0])
-        ])
-
-    def _read_group(self, table, segments, written: Schema, partition_by, compacted, target: Schema,
-                    with_ids: bool) -> DataFrame:
+    def _read_group(self, table, segments, written: Schema, compacted, target: Schema, join_ids: bool,
+                    row_ids: bool, keyed: bool) -> DataFrame:
         fields = [T.StructField(c.name, c.data_type, True) for c in written.columns]
         if compacted:
             fields += [T.StructField(ROW_FILE, T.StringType()), T.StructField(ROW_POS, T.LongType()),
@@ -106,16 +107,76 @@ class TableReader:
         fields.append(T.StructField(SEGMENT_COLUMN, T.StringType()))
         raw = (self.spark.read.schema(T.StructType(fields))
                .option("basePath", self.warehouse.uri(self.warehouse.data_dir(table.id)))
-               .parquet(*[self.warehouse.uri(s.path) for s in segments]))
+               .parquet(*self._paths(segments)))
         columns = [project_column(written, c) for c in target.columns]
-        if with_ids:
-            if compacted:
-                ids = [F.col(ROW_FILE), F.col(ROW_POS), F.col(ROW_SEQ)]
+        if join_ids:
+            # Only columns that cost nothing per row: the raw file path and row index, and the segment
+            # (a partition value). Everything derived is computed on the small tombstone side.
+            if keyed and compacted:
+                columns.append(F.lpad(F.col(ROW_SEQ).cast("string"), SEQ_DIGITS, "0").alias(_J_ORDER))
+            elif keyed:
+                columns.append(F.substring(F.col(SEGMENT_COLUMN), 2, SEQ_DIGITS).alias(_J_ORDER))
+            elif compacted:
+                columns += [F.col(ROW_FILE).alias(_J_FILE), F.col(ROW_POS).alias(_J_POS)]
             else:
-                ids = [F.substring_index(F.col("_metadata.file_path"), f"/{SEGMENT_COLUMN}=", -1).alias(ROW_FILE),
-                       F.col("_metadata.row_index").alias(ROW_POS),
-                       F.substring(F.col(SEGMENT_COLUMN), 2, SEQ_DIGITS).cast("long").alias(ROW_SEQ)]
-            columns += [F.col(SEGMENT_COLUMN)] + ids
+                columns += [F.col("_metadata.file_path").alias(_J_FILE), F.col("_metadata.row_index").alias(_J_POS)]
+        if row_ids:
+            if compacted:
+                columns += [F.col(SEGMENT_COLUMN), F.col(ROW_FILE), F.col(ROW_POS), F.col(ROW_SEQ)]
+            else:
+                columns += [F.col(SEGMENT_COLUMN),
+                            F.substring_index(F.col("_metadata.file_path"), f"/{SEGMENT_COLUMN}=", -1).alias(ROW_FILE),
+                            F.col("_metadata.row_index").alias(ROW_POS),
+                            F.substring(F.col(SEGMENT_COLUMN), 2, SEQ_DIGITS).cast("long").alias(ROW_SEQ)]
+        return raw.select(*columns)
+
+    def _paths(self, segments: list[SegmentInfo], only: set[str] | None = None) -> list[str]:
+        """Data files of `segments` (all, or those whose row-id file name is in `only`)."""
+        paths = []
+        for segment in segments:
+            if not segment.files:
+                paths.append(self.warehouse.uri(segment.path))
+                continue
+            for name in segment.files:
+                if only is None or _row_file(segment, name) in only:
+                    paths.append(self.warehouse.uri(f"{segment.path}/{name}"))
+        return paths
+
+    def _per_file_anti_join(self, table, group, written, target, tombstones, row_ids) -> DataFrame | None:
+        """Keyless rows minus tombstones, one small anti-join per targeted file on the row position alone:
+        no per-row string work. None when too many files are targeted or files are not listed."""
+        targeted = {f for t in tombstones for f in t.target_files}
+        mine = {_row_file(s, n) for s in group for n in s.files} & targeted
+        if any(not s.files for s in group) or not mine or len(mine) > _PER_FILE_LIMIT:
+            return None
+        deleted = self.read_tombstones(table, tombstones, target).select(F.col(ROW_FILE), F.col(ROW_POS))
+        parts = []
+        untouched = [p for s in group for n in s.files if _row_file(s, n) not in mine
+                     for p in [self.warehouse.uri(f"{s.path}/{n}")]]
+        if untouched:
+            parts.append(self._scan(table, written, target, untouched, row_ids))
+        for row_file in sorted(mine):
+            segment = next(s for s in group for n in s.files if _row_file(s, n) == row_file)
+            path = self.warehouse.uri(f"{segment.path}/{row_file.split('/')[-1]}")
+            rows = self._scan(table, written, target, [path], row_ids, with_pos=True)
+            positions = F.broadcast(deleted.filter(F.col(ROW_FILE) == row_file).select(F.col(ROW_POS).alias("_bs_dpos")))
+            parts.append(rows.join(positions, rows[_J_POS] == positions["_bs_dpos"], "left_anti").drop(_J_POS))
+        return _union(parts)
+
+    def _scan(self, table, written: Schema, target: Schema, paths: list[str], row_ids: bool,
+              with_pos: bool = False) -> DataFrame:
+        fields = [T.StructField(c.name, c.data_type, True) for c in written.columns]
+        fields.append(T.StructField(SEGMENT_COLUMN, T.StringType()))
+        raw = (self.spark.read.schema(T.StructType(fields))
+               .option("basePath", self.warehouse.uri(self.warehouse.data_dir(table.id))).parquet(*paths))
+        columns = [project_column(written, c) for c in target.columns]
+        if with_pos:
+            columns.append(F.col("_metadata.row_index").alias(_J_POS))
+        if row_ids:
+            columns += [F.col(SEGMENT_COLUMN),
+                        F.substring_index(F.col("_metadata.file_path"), f"/{SEGMENT_COLUMN}=", -1).alias(ROW_FILE),
+                        F.col("_metadata.row_index").alias(ROW_POS),
+                        F.substring(F.col(SEGMENT_COLUMN), 2, SEQ_DIGITS).cast("long").alias(ROW_SEQ)]
         return raw.select(*columns)
 
     # ----------------------------------------------------------- tombstones
@@ -136,25 +197,53 @@ class TableReader:
             columns = [project_column(written, c) for c in target.columns] if with_image else []
             if not with_image and table.primary_key:
                 columns = [project_column(written, target.column(k)) for k in table.primary_key]
-            columns += [F.col(n) for n in (ROW_FILE, ROW_POS, ROW_SEQ, TOMB_SEQ)]
+            columns += [F.col(n) for n in (SEGMENT_COLUMN, ROW_FILE, ROW_POS, ROW_SEQ, TOMB_SEQ)]
             parts.append(raw.select(*columns))
         return _union(parts)
 
-    def _apply_tombstones(self, table: TableState, rows: DataFrame, schema: Schema,
-                          tombstones: list[TombstoneInfo]) -> DataFrame:
+    def _deleted_rows(self, table: TableState, schema: Schema, tombstones: list[TombstoneInfo],
+                      segments: list[SegmentInfo]) -> DataFrame:
+        """The tombstone side of the anti-join, with its join columns in the shapes the data side has."""
         deleted = self.read_tombstones(table, tombstones, schema)
+        prefix = self._file_path_prefix(table, segments)
+        keys = [F.col(quote(k)).alias(f"_bs_k{i}") for i, k in enumerate(table.primary_key)]
+        deleted = deleted.select(
+            *keys,
+            F.concat(F.lit(prefix), F.col(ROW_FILE)).alias("_bs_dpath"), F.col(ROW_FILE).alias("_bs_dfile"),
+            F.col(ROW_POS).alias("_bs_dpos"), F.lpad(F.col(TOMB_SEQ).cast("string"), SEQ_DIGITS, "0").alias("_bs_dseq"))
         if sum(t.row_count for t in tombstones) <= _BROADCAST_TOMBSTONE_ROWS:
             deleted = F.broadcast(deleted)
+        return deleted
+
+    def _anti_join(self, table: TableState, rows: DataFrame, deleted: DataFrame, compacted: bool) -> DataFrame:
         if table.primary_key:
-            keys = [k for k in table.primary_key]
-            deleted = deleted.select(*[F.col(quote(k)).alias(f"_bs_k{i}") for i, k in enumerate(keys)],
-                                     F.col(TOMB_SEQ))
-            condition = [rows[quote(k)] == deleted[f"_bs_k{i}"] for i, k in enumerate(keys)]
-            condition.append(rows[ROW_SEQ] < deleted[TOMB_SEQ])
-            return rows.join(deleted, condition, "left_anti")
-        deleted = deleted.select(F.col(ROW_FILE).alias("_bs_dfile"), F.col(ROW_POS).alias("_bs_dpos"))
-        condition = [rows[ROW_FILE] == deleted["_bs_dfile"], rows[ROW_POS] == deleted["_bs_dpos"]]
+            # A key tombstone deletes only rows written before it (zero-padded sequences compare as text).
+            condition = [rows[quote(k)] == deleted[f"_bs_k{i}"] for i, k in enumerate(table.primary_key)]
+            condition.append(rows[_J_ORDER] < deleted["_bs_dseq"])
+        else:
+            # Hash on the row position only; the file path is then checked on the few candidates
+            # (as a prefix test, which Spark keeps out of the hash key). No data file name is a prefix
+            # of another: each ends in '.parquet'.
+            file_column = "_bs_dfile" if compacted else "_bs_dpath"
+            condition = [rows[_J_POS] == deleted["_bs_dpos"], rows[_J_FILE].startswith(deleted[file_column])]
         return rows.join(deleted, condition, "left_anti")
+
+    def _file_path_prefix(self, table: TableState, segments: list[SegmentInfo]) -> str:
+        """How Spark spells `.../data/_bs_seg=` in `_metadata.file_path` for this table (probed once)."""
+        key = (self.warehouse.root, table.id)
+        if key not in _PREFIXES:
+            probe = None
+            for segment in segments:
+                found = (self.spark.read.parquet(self.warehouse.uri(segment.path))
+                         .select(F.col("_metadata.file_path")).limit(1).collect())
+                if found:
+                    probe = found[0][0]
+                    break
+            if probe is None:
+                return ""
+            marker = f"/{SEGMENT_COLUMN}="
+            _PREFIXES[key] = probe[:probe.index(marker) + len(marker)]
+        return _PREFIXES[key]
 
     def _empty(self, schema: Schema, with_ids: bool) -> DataFrame:
         fields = list(schema.struct().fields)
@@ -164,9 +253,14 @@ class TableReader:
         return self.spark.createDataFrame([], T.StructType(fields))
 
 
+def _row_file(segment: SegmentInfo, name: str) -> str:
+    """The row-id file name of data file `name`: its path below the segment root (`_bs_seg=`)."""
+    return f"{segment.path.split(f'{SEGMENT_COLUMN}=', 1)[1]}/{name}"
+
+
 def project_column(written: Schema, column):
     """`column` of the current schema, as read from a file written with schema `written`."""
-    source = written.by_id(column.id)
+    source = written.source_of(column)
     if source is None:
         value = F.expr(column.default) if column.default is not None else F.lit(None)
         return value.cast(column.data_type).alias(column.name)

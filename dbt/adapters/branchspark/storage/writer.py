@@ -34,14 +34,21 @@ class SegmentWriter:
         writer.parquet(self.warehouse.uri(relative))
         if fault:
             fault("write.after_files")
+        # The segment lists its files, as a manifest: reads then name files instead of listing folders.
+        files_by_dir: dict[str, list[str]] = {}
+        for path, _ in self.warehouse.list_files(relative):
+            if path.endswith(".parquet"):
+                directory, name = path.rsplit("/", 1)
+                files_by_dir.setdefault(directory, []).append(name)
         if not table.partition_by:
-            return [SegmentInfo(uuid.uuid4().hex, table.id, relative, seq, schema.id, kind)]
+            return [SegmentInfo(uuid.uuid4().hex, table.id, relative, seq, schema.id, kind,
+                                files=tuple(sorted(files_by_dir.get(relative, []))))]
         # One segment per partition directory, so overwriting a partition can drop whole segments.
         segments = []
-        for leaf in self.warehouse.list_leaf_dirs(relative):
+        for leaf, names in sorted(files_by_dir.items()):
             values = _partition_values(leaf[len(relative):])
             segments.append(SegmentInfo(uuid.uuid4().hex, table.id, leaf, seq, schema.id, kind,
-                                        tuple(table.partition_by), values))
+                                        tuple(table.partition_by), values, tuple(sorted(names))))
         return segments
 
     def write_tombstone(self, table: TableState, schema: Schema, doomed: DataFrame, seq: int,
@@ -54,15 +61,16 @@ class SegmentWriter:
             .parquet(self.warehouse.uri(relative))
         if fault:
             fault("write.after_files")
-        # One small row per touched segment: metadata, not table data.
+        # One small row per touched data file: metadata, not table data.
         touched = (self.spark.read.parquet(self.warehouse.uri(relative))
-                   .groupBy(SEGMENT_COLUMN).count().collect())
+                   .groupBy(SEGMENT_COLUMN, ROW_FILE).count().collect())
         total = sum(r["count"] for r in touched)
         if total == 0:
             self.warehouse.delete_dir(relative)
             return None
         return TombstoneInfo(uuid.uuid4().hex, table.id, relative, seq, schema.id, total,
-                             tuple(sorted(r[SEGMENT_COLUMN] for r in touched)))
+                             tuple(sorted({r[SEGMENT_COLUMN] for r in touched})),
+                             tuple(sorted({r[ROW_FILE] for r in touched})))
 
 
 def _partition_values(suffix: str) -> dict:

@@ -71,7 +71,6 @@ def upgrade():
         sa.Column("schema_history", sa.JSON, nullable=False),
         sa.Column("segments", sa.JSON, nullable=False),
         sa.Column("tombstones", sa.JSON, nullable=False),
-        sa.Column("next_column_id", sa.Integer, nullable=False),
         sa.Column("view_sql", sa.Text),
     )
     op.create_index("ix_bs_table_versions_table_id", "bs_table_versions", ["table_id"])
@@ -92,6 +91,7 @@ def upgrade():
         sa.Column("kind", sa.String(16), nullable=False),
         sa.Column("partition_by", sa.JSON, nullable=False),
         sa.Column("partition_values", sa.JSON, nullable=False),
+        sa.Column("files", sa.JSON, nullable=False),
     )
     op.create_index("ix_bs_segments_table_id", "bs_segments", ["table_id"])
     op.create_table(
@@ -103,6 +103,7 @@ def upgrade():
         sa.Column("schema_id", sa.String(32), nullable=False),
         sa.Column("row_count", sa.BigInteger, nullable=False),
         sa.Column("target_segments", sa.JSON, nullable=False),
+        sa.Column("target_files", sa.JSON, nullable=False),
     )
     op.create_index("ix_bs_tombstones_table_id", "bs_tombstones", ["table_id"])
 

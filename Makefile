@@ -1,0 +1,23 @@
+# Both targets install what they need into .venv first, so each works on a fresh machine.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+export PYSPARK_PYTHON := $(abspath $(PY))
+
+.PHONY: install test demo bench
+
+$(VENV)/.installed: setup.py
+	python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[test]"
+	touch $@
+
+install: $(VENV)/.installed
+
+test: install
+	$(PY) -m pytest tests -n 2 -p no:cacheprovider -q
+
+demo: install
+	cd sample_project && PATH="$(abspath $(VENV))/bin:$$PATH" bash run_demo.sh
+
+bench: install
+	$(PY) bench/branch_create.py
