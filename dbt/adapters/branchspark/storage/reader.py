@@ -149,18 +149,27 @@ class TableReader:
         mine = {_row_file(s, n) for s in group for n in s.files} & targeted
         if any(not s.files for s in group) or not mine or len(mine) > _PER_FILE_LIMIT:
             return None
-        deleted = self.read_tombstones(table, tombstones, target).select(F.col(ROW_FILE), F.col(ROW_POS))
+        # One broadcast for all files (Spark reuses the exchange): (file index, position) pairs, the file
+        # index computed on the small tombstone side, a literal on the data side.
+        files = sorted(mine)
+        index = F.create_map(*[x for i, f in enumerate(files) for x in (F.lit(f), F.lit(i))])
+        deleted = F.broadcast(self.read_tombstones(table, tombstones, target)
+                              .select(index[F.col(ROW_FILE)].alias("_bs_didx"), F.col(ROW_POS).alias("_bs_dpos"))
+                              .filter(F.col("_bs_didx").isNotNull()))
         parts = []
         untouched = [p for s in group for n in s.files if _row_file(s, n) not in mine
                      for p in [self.warehouse.uri(f"{s.path}/{n}")]]
         if untouched:
             parts.append(self._scan(table, written, target, untouched, row_ids))
-        for row_file in sorted(mine):
+        for file_index, row_file in enumerate(files):
             segment = next(s for s in group for n in s.files if _row_file(s, n) == row_file)
             path = self.warehouse.uri(f"{segment.path}/{row_file.split('/')[-1]}")
             rows = self._scan(table, written, target, [path], row_ids, with_pos=True)
-            positions = F.broadcast(deleted.filter(F.col(ROW_FILE) == row_file).select(F.col(ROW_POS).alias("_bs_dpos")))
-            parts.append(rows.join(positions, rows[_J_POS] == positions["_bs_dpos"], "left_anti").drop(_J_POS))
+            # Not a foldable literal: Spark would infer a filter on the tombstone side from it and then
+            # build one broadcast per file instead of sharing one.
+            rows = rows.withColumn(_J_FILE, F.spark_partition_id() * 0 + F.lit(file_index))
+            condition = [rows[_J_POS] == deleted["_bs_dpos"], rows[_J_FILE] == deleted["_bs_didx"]]
+            parts.append(rows.join(deleted, condition, "left_anti").drop(_J_POS, _J_FILE))
         return _union(parts)
 
     def _scan(self, table, written: Schema, target: Schema, paths: list[str], row_ids: bool,
