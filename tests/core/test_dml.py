@@ -141,3 +141,16 @@ def test_a_transaction_is_one_commit_and_sees_its_own_writes(lh, spark, orders):
     assert log[1].id == head and log[0].message == "two steps"
     assert [o.op for o in log[0].operations] == ["insert", "update"]
     assert rows(lh.read(orders).filter("id = 6")) == [(6, 61.0)]
+
+
+def test_generic_and_per_file_anti_joins_agree(lh, spark, orders, monkeypatch):
+    from dbt.adapters.branchspark.storage import reader
+
+    b = lh.branch("main")
+    b.insert(orders, spark.range(100, 400, numPartitions=3).selectExpr("id", "cast(id as double) as amount"))
+    b.delete(orders, "id % 7 = 0")
+    b.update(orders, "id % 5 = 0", {"amount": "-amount"})
+    per_file = rows(lh.read(orders))
+    monkeypatch.setattr(reader, "_PER_FILE_LIMIT", 0)  # as if too many files were targeted
+    assert rows(lh.read(orders)) == per_file
+    assert len(per_file) == 305 - len([i for i in list(range(1, 6)) + list(range(100, 400)) if i % 7 == 0])

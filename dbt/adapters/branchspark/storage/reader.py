@@ -39,7 +39,6 @@ HIDDEN_PREFIX = "_bs_"
 # Join-only columns of the data side, dropped before a read returns.
 _J_FILE, _J_POS, _J_ORDER = "_bs_jfile", "_bs_jpos", "_bs_jorder"
 _JOIN_COLUMNS = (_J_FILE, _J_POS, _J_ORDER)
-_PREFIXES: dict[tuple[str, str], str] = {}
 _PER_FILE_LIMIT = 32  # beyond this many targeted files, one generic anti-join plans faster
 _BROADCAST_TOMBSTONE_ROWS = 2_000_000
 
@@ -81,7 +80,7 @@ class TableReader:
         for segment in segments:
             key = (segment.schema_id, segment.partition_by, segment.kind == "compaction", segment_group(segment) in hit)
             groups[key].append(segment)
-        deleted = self._deleted_rows(table, schema, tombstones, segments) if hit else None
+        deleted = self._deleted_rows(table, schema, tombstones) if hit else None
         parts = []
         for (schema_id, partition_by, compacted, targeted), group in sorted(groups.items(), key=lambda kv: kv[0]):
             if targeted and not compacted and not table.primary_key:
@@ -210,16 +209,13 @@ class TableReader:
             parts.append(raw.select(*columns))
         return _union(parts)
 
-    def _deleted_rows(self, table: TableState, schema: Schema, tombstones: list[TombstoneInfo],
-                      segments: list[SegmentInfo]) -> DataFrame:
+    def _deleted_rows(self, table: TableState, schema: Schema, tombstones: list[TombstoneInfo]) -> DataFrame:
         """The tombstone side of the anti-join, with its join columns in the shapes the data side has."""
         deleted = self.read_tombstones(table, tombstones, schema)
-        prefix = self._file_path_prefix(table, segments)
         keys = [F.col(quote(k)).alias(f"_bs_k{i}") for i, k in enumerate(table.primary_key)]
         deleted = deleted.select(
-            *keys,
-            F.concat(F.lit(prefix), F.col(ROW_FILE)).alias("_bs_dpath"), F.col(ROW_FILE).alias("_bs_dfile"),
-            F.col(ROW_POS).alias("_bs_dpos"), F.lpad(F.col(TOMB_SEQ).cast("string"), SEQ_DIGITS, "0").alias("_bs_dseq"))
+            *keys, F.col(ROW_FILE).alias("_bs_dfile"), F.col(ROW_POS).alias("_bs_dpos"),
+            F.lpad(F.col(TOMB_SEQ).cast("string"), SEQ_DIGITS, "0").alias("_bs_dseq"))
         if sum(t.row_count for t in tombstones) <= _BROADCAST_TOMBSTONE_ROWS:
             deleted = F.broadcast(deleted)
         return deleted
@@ -229,37 +225,11 @@ class TableReader:
             # A key tombstone deletes only rows written before it (zero-padded sequences compare as text).
             condition = [rows[quote(k)] == deleted[f"_bs_k{i}"] for i, k in enumerate(table.primary_key)]
             condition.append(rows[_J_ORDER] < deleted["_bs_dseq"])
-        else:
-            # Hash on the row position only; the file path is then checked on the few candidates
-            # (as a prefix test, which Spark keeps out of the hash key). No data file name is a prefix
-            # of another: each ends in '.parquet'.
-            file_column = "_bs_dfile" if compacted else "_bs_dpath"
-            condition = [rows[_J_POS] == deleted["_bs_dpos"], rows[_J_FILE].startswith(deleted[file_column])]
-        return rows.join(deleted, condition, "left_anti")
-
-    def _file_path_prefix(self, table: TableState, segments: list[SegmentInfo]) -> str:
-        """How Spark spells `.../data/_bs_seg=` in `_metadata.file_path` for this table (probed once)."""
-        key = (self.warehouse.root, table.id)
-        if key not in _PREFIXES:
-            probe = None
-            for segment in segments:
-                found = (self.spark.read.parquet(self.warehouse.uri(segment.path))
-                         .select(F.col("_metadata.file_path")).limit(1).collect())
-                if found:
-                    probe = found[0][0]
-                    break
-            if probe is None:
-                return ""
-            marker = f"/{SEGMENT_COLUMN}="
-            _PREFIXES[key] = probe[:probe.index(marker) + len(marker)]
-        return _PREFIXES[key]
-
-    def _empty(self, schema: Schema, with_ids: bool) -> DataFrame:
-        fields = list(schema.struct().fields)
-        if with_ids:
-            fields += [T.StructField(SEGMENT_COLUMN, T.StringType()), T.StructField(ROW_FILE, T.StringType()),
-                       T.StructField(ROW_POS, T.LongType()), T.StructField(ROW_SEQ, T.LongType())]
-        return self.spark.createDataFrame([], T.StructType(fields))
+            return rows.join(deleted, condition, "left_anti")
+        # Hash on the row position only; the file is then checked on the few candidates. A data file's
+        # full path ends with its row-id name, which starts with its segment's unique name.
+        same_file = rows[_J_FILE] == deleted["_bs_dfile"] if compacted else rows[_J_FILE].endswith(deleted["_bs_dfile"])
+        return rows.join(deleted, [rows[_J_POS] == deleted["_bs_dpos"], same_file], "left_anti")
 
 
 def _row_file(segment: SegmentInfo, name: str) -> str:
