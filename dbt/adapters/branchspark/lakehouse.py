@@ -161,7 +161,7 @@ class Lakehouse:
         if branch is not None:
             commit = self.store.get_commit(branch.head)
         else:
-            commit = self._commit_by_id(ref)
+            commit = self.commit_by_id(ref)
             if commit is None:
                 try:
                     moment = parse_time(ref)
@@ -176,7 +176,8 @@ class Lakehouse:
                 return candidate
         raise errors.CommitNotFound(f"{ref}@{as_of}")
 
-    def _commit_by_id(self, ref: str) -> CommitInfo | None:
+    def commit_by_id(self, ref: str) -> CommitInfo | None:
+        """The commit with this id or unique id prefix (at least 6 characters), or None."""
         if len(ref) == 32:
             try:
                 return self.store.get_commit(ref.lower())

@@ -14,6 +14,7 @@ from rich.table import Table
 
 from .. import errors
 from ..lakehouse import Lakehouse
+from .changes_cmd import changes
 from .graph import commit_graph
 
 console = Console(highlight=False)
@@ -164,6 +165,9 @@ def gc(obj: Context, grace, dry_run):
     verb = "would delete" if dry_run else "deleted"
     console.print(f"{verb} {len(report.deleted_files)} files; kept {report.kept_files} "
                   f"({report.referenced_segments} segments, {report.referenced_tombstones} tombstones referenced)")
+
+
+cli.add_command(changes)
 
 
 def _safe_url(url: str) -> str:

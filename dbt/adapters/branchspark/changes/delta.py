@@ -1,0 +1,163 @@
+"""The rows one commit inserted into and deleted from one table, read from what the commit wrote.
+
+A commit's delta is derived generically from the table version before it (B, at the first
+parent) and after it (A), so every kind of commit (DML, overwrite, restore, merge) is covered
+without trusting operation details:
+
+- segments A added: their rows live at A are inserts (only those segments are read);
+- tombstones A added: their row images are deletes, for rows that sat in a segment B and A
+  share and that B had not already deleted (a row deleted on both sides of a merge is
+  deleted once); identities are de-duplicated;
+- segments A removed (overwrite, restore): their rows live at B are deletes;
+- tombstones A removed without a compaction (restore): the rows they deleted come back as
+  inserts when they sit in a shared segment and no tombstone of A still deletes them.
+
+A row keeps its identity (`_bs_file`, `_bs_pos`) through compaction, so when a commit swaps
+compacted and uncompacted segments (a restore across a compaction) the rows present on both
+sides cancel out. A commit whose only data operation on the table is a compaction is skipped
+outright: it changes no rows. The cost is that of the changed rows: the reader is handed
+synthetic table versions that hold only the added (or removed) segments and the tombstones
+that can touch them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from ..catalog.namespace import Namespace
+from ..catalog.state import Root, Schema, SegmentInfo, TableState, TombstoneInfo
+from ..catalog.store import CatalogStore
+from ..storage.layout import SEGMENT_COLUMN, Warehouse
+from ..storage.reader import ROW_FILE, ROW_POS, TableReader, project_column, quote, segment_group
+from .versions import Step
+
+IDENTITY = (ROW_FILE, ROW_POS)  # a row's identity: stable across compaction, unique per written row
+ROW_CHANGING_OPS = frozenset({"insert", "delete", "update", "overwrite", "create", "drop"})
+
+
+@dataclass(frozen=True)
+class StepDelta:
+    """Deletes and inserts of one commit: the target schema's columns plus IDENTITY (None: no rows)."""
+
+    deletes: DataFrame | None
+    inserts: DataFrame | None
+
+
+def only_compaction(step: Step) -> bool:
+    kinds = {o.op for o in step.operations}
+    return "compaction" in kinds and not kinds & ROW_CHANGING_OPS
+
+
+class DeltaReader:
+    def __init__(self, spark: SparkSession, warehouse: Warehouse, store: CatalogStore, target: Schema):
+        self.lookup = Namespace(store, Root({}, {}), "changes")  # version lookups straight from the store
+        self.reader = TableReader(spark, warehouse, self.lookup)
+        self.target = target
+
+    def delta(self, step: Step) -> StepDelta:
+        if step.after is None or only_compaction(step):
+            return StepDelta(None, None)
+        after = step.after
+        before = step.before or after.evolve(segments=(), tombstones=())
+        in_before, in_after = set(before.segments), set(after.segments)
+        tombs_before, tombs_after = set(before.tombstones), set(after.tombstones)
+        added = [s for s in after.segments if s not in in_before]
+        removed = [s for s in before.segments if s not in in_after]
+        shared = [s for s in after.segments if s in in_before]
+        tombs_added = [t for t in after.tombstones if t not in tombs_before]
+        tombs_removed = [t for t in before.tombstones if t not in tombs_after]
+
+        inserts = [self._live_rows(after, added)] if added else []
+        deletes = [self._live_rows(before, removed)] if removed else []
+        if tombs_added:
+            deletes.append(self._tombstoned_rows(after, tombs_added, shared, still_deleted_in=before))
+        if tombs_removed:
+            inserts.append(self._tombstoned_rows(before, tombs_removed, shared, still_deleted_in=after))
+        inserts, deletes = [d for d in inserts if d is not None], [d for d in deletes if d is not None]
+
+        insert_df, delete_df = _union(inserts), _union(deletes)
+        if delete_df is not None and len(tombs_added) + bool(removed) > 1:
+            delete_df = delete_df.dropDuplicates(list(IDENTITY))
+        if insert_df is not None and len(tombs_removed) > 1:
+            insert_df = insert_df.dropDuplicates(list(IDENTITY))
+        if insert_df is not None and delete_df is not None and self._has_compacted(added + removed):
+            # Rows on both sides (same identity, in compacted and uncompacted form) did not change.
+            insert_df, delete_df = (insert_df.join(delete_df.select(*IDENTITY), list(IDENTITY), "left_anti"),
+                                    delete_df.join(insert_df.select(*IDENTITY), list(IDENTITY), "left_anti"))
+        return StepDelta(delete_df, insert_df)
+
+    # ------------------------------------------------------------ segments
+    def _live_rows(self, state: TableState, segment_ids: list[str]) -> DataFrame:
+        """Rows of `segment_ids` that are live in `state`, reading only those segments."""
+        segments = self.lookup.segment_infos(segment_ids)
+        tombstones = self._tombstones_touching(state, segments)
+        partial = state.evolve(segments=tuple(segment_ids), tombstones=tuple(t.id for t in tombstones))
+        rows = self.reader.read(partial, with_row_ids=True)
+        written = self.lookup.schema(state.schema_id)
+        return rows.select(*[project_column(written, c) for c in self.target.columns], *IDENTITY)
+
+    def _tombstones_touching(self, state: TableState, segments: list[SegmentInfo],
+                             files: set[str] | None = None) -> list[TombstoneInfo]:
+        """The tombstones of `state` that can delete rows of `segments` (metadata only)."""
+        tombstones = self.lookup.tombstone_infos(state.tombstones)
+        if not segments or not tombstones:
+            return []
+        if state.primary_key:
+            # A key tombstone deletes rows written before it; compacted rows keep older sequences.
+            if any(s.kind == "compaction" for s in segments):
+                return tombstones
+            floor = min(s.seq for s in segments)
+            return [t for t in tombstones if t.seq > floor]
+        groups = {segment_group(s) for s in segments}
+        return [t for t in tombstones if groups & set(t.target_segments)
+                and (files is None or not t.target_files or files & set(t.target_files))]
+
+    # ---------------------------------------------------------- tombstones
+    def _tombstoned_rows(self, holder: TableState, tombstone_ids: list[str], shared: list[str],
+                         still_deleted_in: TableState) -> DataFrame | None:
+        """Images of rows that `tombstone_ids` delete, for rows in a `shared` segment that
+        `still_deleted_in` does not delete itself."""
+        tombstones = self.lookup.tombstone_infos(tombstone_ids)
+        groups = {g for t in tombstones for g in t.target_segments}
+        located = [s for s in self.lookup.segment_infos(shared) if segment_group(s) in groups]
+        if not located:
+            return None
+        images = self.reader.read_tombstones(holder, tombstones, self.target, with_image=True)
+        images = images.filter(_location().isin(sorted({_location_key(s) for s in located})))
+        files = {f for t in tombstones for f in t.target_files}
+        others = self._tombstones_touching(still_deleted_in, located, files or None)
+        if others:
+            own_schema = self.lookup.schema(still_deleted_in.schema_id)
+            already = self.reader.read_tombstones(still_deleted_in, others, own_schema).select(*IDENTITY)
+            images = images.join(already, list(IDENTITY), "left_anti")
+        if len(tombstones) > 1:
+            images = images.dropDuplicates(list(IDENTITY))
+        return images.select(*[F.col(quote(c.name)) for c in self.target.columns], *IDENTITY)
+
+    def _has_compacted(self, segment_ids: list[str]) -> bool:
+        return any(s.kind == "compaction" for s in self.lookup.segment_infos(segment_ids))
+
+
+def _location():
+    """Where a tombstoned row lived: its segment directory below `_bs_seg=`, or for a compacted
+    row (whose file names its original segment) the compaction's segment group."""
+    first_dir = F.substring_index(F.col(ROW_FILE), "/", 1)
+    directory = F.regexp_extract(F.col(ROW_FILE), r"^(.*)/[^/]*$", 1)
+    return F.when(F.col(SEGMENT_COLUMN) == first_dir, directory).otherwise(F.col(SEGMENT_COLUMN))
+
+
+def _location_key(segment: SegmentInfo) -> str:
+    if segment.kind == "compaction":
+        return segment_group(segment)
+    return segment.path.split(f"{SEGMENT_COLUMN}=", 1)[1]
+
+
+def _union(parts: list[DataFrame]) -> DataFrame | None:
+    if not parts:
+        return None
+    result = parts[0]
+    for part in parts[1:]:
+        result = result.unionByName(part)
+    return result

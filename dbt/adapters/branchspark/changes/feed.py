@@ -1,0 +1,84 @@
+"""The change feed of one table over a range: every commit's deletes, then its inserts, labelled.
+
+Columns: the table's columns at `to` (older rows projected by column id: renamed columns keep
+their data, dropped ones vanish, added ones read as their default or NULL), then
+`_change_type` ('insert' | 'delete'), `_commit_id`, `_commit_ts` (timestamp) and
+`_commit_seq` (long).
+
+`frame()` is one lazy Spark plan: a union, in commit order, of each commit's deletes then
+inserts. A union keeps its inputs' partitions in that order, so iterating it partition by
+partition (the streaming handle) already sees commit order without a sort; `table_changes`
+adds an explicit `orderBy` for everyone else.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from ..catalog.state import CommitInfo
+from ..lakehouse import Lakehouse
+from ..storage.reader import quote
+from .delta import DeltaReader
+from .versions import ChangeRange
+
+CHANGE_TYPE, COMMIT_ID, COMMIT_TS, COMMIT_SEQ = "_change_type", "_commit_id", "_commit_ts", "_commit_seq"
+METADATA_COLUMNS = (CHANGE_TYPE, COMMIT_ID, COMMIT_TS, COMMIT_SEQ)
+INSERT, DELETE = "insert", "delete"  # 'delete' < 'insert': sorting by type puts deletes first
+ORDER = (COMMIT_TS, COMMIT_SEQ, CHANGE_TYPE)
+_EPOCH = datetime(1970, 1, 1)
+
+
+def commit_micros(commit: CommitInfo) -> int:
+    """The commit time (naive UTC in the catalog) as microseconds since the epoch."""
+    return (commit.ts - _EPOCH) // timedelta(microseconds=1)
+
+
+def metadata_columns(commit: CommitInfo, change_type: str) -> list[Column]:
+    return [F.lit(change_type).alias(CHANGE_TYPE), F.lit(commit.id).alias(COMMIT_ID),
+            F.timestamp_micros(F.lit(commit_micros(commit))).alias(COMMIT_TS),
+            F.lit(commit.seq).cast("long").alias(COMMIT_SEQ)]
+
+
+class ChangeFeed:
+    def __init__(self, lakehouse: Lakehouse, plan: ChangeRange):
+        self.lakehouse = lakehouse
+        self.plan = plan
+        self.deltas = DeltaReader(lakehouse.spark, lakehouse.warehouse, lakehouse.store, plan.schema)
+
+    @property
+    def columns(self) -> list[str]:
+        return [c.name for c in self.plan.schema.columns]
+
+    def schema(self) -> T.StructType:
+        fields = list(self.plan.schema.struct().fields)
+        fields += [T.StructField(CHANGE_TYPE, T.StringType(), False), T.StructField(COMMIT_ID, T.StringType(), False),
+                   T.StructField(COMMIT_TS, T.TimestampType(), False), T.StructField(COMMIT_SEQ, T.LongType(), False)]
+        return T.StructType(fields)
+
+    def parts(self) -> Iterator[tuple[CommitInfo, str, DataFrame]]:
+        """(commit, change type, rows) in feed order: by commit, deletes before inserts."""
+        if self.plan.snapshot:
+            rows = self.deltas.reader.read(self.plan.state)
+            yield self.plan.to_commit, INSERT, self._labelled(rows, self.plan.to_commit, INSERT)
+            return
+        for step in self.plan.steps:
+            delta = self.deltas.delta(step)
+            for change_type, rows in ((DELETE, delta.deletes), (INSERT, delta.inserts)):
+                if rows is not None:
+                    yield step.commit, change_type, self._labelled(rows, step.commit, change_type)
+
+    def frame(self) -> DataFrame:
+        """Every change of the range as one lazy plan, in feed order (see the module doc)."""
+        result = None
+        for _, _, rows in self.parts():
+            result = rows if result is None else result.union(rows)
+        if result is None:
+            return self.lakehouse.spark.createDataFrame([], self.schema())
+        return result
+
+    def _labelled(self, rows: DataFrame, commit: CommitInfo, change_type: str) -> DataFrame:
+        return rows.select(*[F.col(quote(name)) for name in self.columns], *metadata_columns(commit, change_type))
