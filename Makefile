@@ -14,7 +14,7 @@ $(VENV)/.installed: setup.py
 install: $(VENV)/.installed
 
 test: install
-	$(PY) -m pytest tests -n 2 -p no:cacheprovider -q
+	$(PY) -m pytest tests -n 2 --dist loadscope -p no:cacheprovider -q
 
 demo: install
 	cd sample_project && PATH="$(abspath $(VENV))/bin:$$PATH" bash run_demo.sh
