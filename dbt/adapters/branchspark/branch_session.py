@@ -15,7 +15,7 @@ from typing import Dict, Iterator, Optional, Set, Tuple
 
 from pyspark.sql import SparkSession
 
-from dbt.adapters.branchspark.branch_views import VIEW, BranchViews, views_of
+from dbt.adapters.branchspark.branch_views import VIEW, BranchViews, empty_rows, views_of
 
 
 class _AbortTransaction(Exception):
@@ -89,11 +89,18 @@ class BranchTransaction:
             name = name.lower()
             self.touched.add(name)
             if not self.tx.has_table(name):
-                views.drop(name)
+                views.forget(name)
             elif self.tx.table(name).kind == VIEW:
                 views.show_view(name, self.tx.table(name).view_sql)
             else:
-                views.show_table(name, self.tx.read(name))
+                views.show_table(name, self._staged_rows(name))
+
+    def _staged_rows(self, name: str):
+        try:
+            return self.tx.read(name)
+        except AttributeError:
+            # core: reading a table with no segments yet fails (docs/adapter-needs.md #4): it has no rows
+            return empty_rows(self.session.spark, self.tx.table(name).columns)
 
     def commit(self):
         """Commit; returns the core's CommitInfo (None when nothing changed)."""

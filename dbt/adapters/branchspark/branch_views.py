@@ -5,16 +5,28 @@ over the core's reassembled read of the version (a native Parquet scan),
 views with their stored SQL (temp views re-resolve the names they use at query
 time, so a view follows the tables it reads). One registry per SparkSession,
 because temp views belong to the session.
+
+Views are registered when a statement first names them (and, for a view, the
+relations its SQL names, transitively), so opening a connection costs one
+catalog lookup however many tables the branch has.
 """
 
 import threading
-from typing import Dict, Iterable, Optional, Set
+from typing import Callable, Dict, Iterable, List, Optional, Set
 
 from pyspark.sql import DataFrame, SparkSession
 
-from dbt.adapters.branchspark.sql_text import quote_identifier
+from dbt.adapters.branchspark.sql_text import QUOTED, quote_identifier, tokens, unquote
 
 TABLE, VIEW = "table", "view"
+
+
+class _Relation:
+    """How to (re)create one temp view: a DataFrame factory for tables, SQL for views."""
+
+    def __init__(self, kind: str, load: Optional[Callable[[], DataFrame]] = None, sql: Optional[str] = None):
+        self.kind, self.load, self.sql = kind, load, sql
+        self.shown = False
 
 
 class BranchViews:
@@ -22,15 +34,48 @@ class BranchViews:
         self.spark = spark
         self.branch: Optional[str] = None
         self.commit_id: Optional[str] = None
-        self.registered: Dict[str, str] = {}  # core name -> TABLE | VIEW
+        self.relations: Dict[str, _Relation] = {}  # core name (lower case) -> how to show it
         self.lock = threading.RLock()
 
     # -- what is exposed ------------------------------------------------------------------
     def is_branch_relation(self, schema: str, table: str) -> bool:
-        return f"{schema}.{table}".lower() in self.registered
+        return f"{schema}.{table}".lower() in self.relations
 
     def kind(self, name: str) -> Optional[str]:
-        return self.registered.get(name.lower())
+        relation = self.relations.get(name.lower())
+        return relation.kind if relation else None
+
+    def referenced(self, sql: str) -> List[str]:
+        """Branch relations a (qualified) statement names as `` `db.t` ``."""
+        names = []
+        for kind, start, end in tokens(sql):
+            if kind == QUOTED:
+                name = unquote(sql[start:end]).lower()
+                if name in self.relations:
+                    names.append(name)
+        return names
+
+    def ensure(self, names: Iterable[str], _seen: Optional[Set[str]] = None) -> None:
+        """Make sure `names`, and what views among them read, exist as temp views."""
+        seen = _seen if _seen is not None else set()
+        with self.lock:
+            for name in names:
+                name = name.lower()
+                if name in seen or name not in self.relations:
+                    continue
+                seen.add(name)
+                relation = self.relations[name]
+                if relation.kind == VIEW:
+                    self.ensure(self.referenced(relation.sql), seen)
+                if not relation.shown:
+                    self._show(name, relation)
+
+    def _show(self, name: str, relation: _Relation) -> None:
+        if relation.kind == VIEW:
+            self.spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW {quote_identifier(name)} AS {relation.sql}")
+        else:
+            relation.load().createOrReplaceTempView(quote_identifier(name))
+        relation.shown = True
 
     # -- whole-branch sync ----------------------------------------------------------------
     def sync(self, lakehouse, branch: str) -> None:
@@ -39,61 +84,60 @@ class BranchViews:
             snapshot = lakehouse.snapshot(branch)
             if self.branch == branch and self.commit_id == snapshot.commit_id:
                 return
-            for name in list(self.registered):
-                self.drop(name)
+            for name in list(self.relations):
+                self.forget(name)
             self.show_snapshot(snapshot, [t.full_name for t in snapshot.tables()])
             self.branch, self.commit_id = branch, snapshot.commit_id
 
     def show_snapshot(self, snapshot, names: Iterable[str]) -> None:
-        """(Re-)register `names` as they are in `snapshot`; names it lacks are dropped."""
+        """Expose `names` as they are in `snapshot` (lazily); names it lacks disappear."""
         wanted = {name.lower() for name in names}
         infos = {t.full_name.lower(): t for t in snapshot.tables() if t.full_name.lower() in wanted}
-        for name in wanted - set(infos):
-            self.drop(name)
-        views = {}
-        for name, info in infos.items():
-            if info.kind == VIEW:
-                views[name] = info.view_sql
-            else:
-                self.show_table(name, snapshot.read(info.full_name))
-        self.show_views(views)
+        with self.lock:
+            for name in wanted:
+                self.forget(name)
+            for name, info in infos.items():
+                if info.kind == VIEW:
+                    self.relations[name] = _Relation(VIEW, sql=info.view_sql)
+                else:
+                    self.relations[name] = _Relation(TABLE, load=_reader(snapshot, info.full_name))
 
-    def show_views(self, views: Dict[str, str]) -> None:
-        """Register views in passes: a view can only be created after the views it reads."""
-        pending = dict(views)
-        while pending:
-            failed = {}
-            for name, sql in pending.items():
-                try:
-                    self.show_view(name, sql)
-                except Exception as exc:  # reads something not (yet) registered
-                    failed[name] = (sql, exc)
-            if len(failed) == len(pending):
-                # unresolvable (reads a dropped relation): leave them out of the session
-                for name in failed:
-                    self.drop(name)
-                return
-            pending = {name: sql for name, (sql, _) in failed.items()}
-
-    # -- single relations -----------------------------------------------------------------
+    # -- single relations, shown at once (a model build's staged writes) --------------------
     def show_table(self, name: str, df: DataFrame) -> None:
         with self.lock:
-            df.createOrReplaceTempView(quote_identifier(name.lower()))
-            self.registered[name.lower()] = TABLE
+            relation = self.relations[name.lower()] = _Relation(TABLE, load=lambda: df)
+            self._show(name.lower(), relation)
 
     def show_view(self, name: str, sql: str) -> None:
         with self.lock:
-            self.spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW {quote_identifier(name.lower())} AS {sql}")
-            self.registered[name.lower()] = VIEW
+            relation = _Relation(VIEW, sql=sql)
+            self.ensure(self.referenced(sql))
+            self._show(name.lower(), relation)
+            self.relations[name.lower()] = relation
 
-    def drop(self, name: str) -> None:
+    def forget(self, name: str) -> None:
         with self.lock:
-            self.spark.catalog.dropTempView(name.lower())
-            self.registered.pop(name.lower(), None)
+            relation = self.relations.pop(name.lower(), None)
+            if relation is not None and relation.shown:
+                self.spark.catalog.dropTempView(name.lower())
 
-    def names_in_database(self, database: str) -> Set[str]:
-        prefix = database.lower() + "."
-        return {name for name in self.registered if name.startswith(prefix)}
+
+def _reader(snapshot, full_name: str) -> Callable[[], DataFrame]:
+    def read() -> DataFrame:
+        try:
+            return snapshot.read(full_name)
+        except AttributeError:
+            # core: a table with no segments cannot be read yet (docs/adapter-needs.md #4)
+            return empty_rows(SparkSession.getActiveSession(), snapshot.table(full_name).columns)
+
+    return read
+
+
+def empty_rows(spark: SparkSession, columns) -> DataFrame:
+    """No rows, with the columns of a catalog table (ColumnInfo list)."""
+    from dbt.adapters.branchspark.frames import struct_of
+
+    return spark.createDataFrame([], struct_of(columns))
 
 
 _views_by_session: Dict[int, BranchViews] = {}

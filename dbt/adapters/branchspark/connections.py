@@ -202,13 +202,19 @@ class BranchSparkConnectionManager(SparkConnectionManager):
 
 
 def ensure_branch(lakehouse, branch: str, create_from: Optional[str]) -> None:
-    """`create_branch_from`: a missing target branch is created from that branch (CI previews)."""
-    if create_from and not lakehouse.branch_exists(branch):
-        try:
-            lakehouse.create_branch(branch, source=create_from)
-        except Exception:
-            if not lakehouse.branch_exists(branch):  # another process created it meanwhile: fine
-                raise
+    """The target branch must exist; with `create_branch_from` a missing one is created from
+    that branch (CI preview environments)."""
+    from dbt.adapters.branchspark.errors import BranchNotFound
+
+    if lakehouse.branch_exists(branch):
+        return
+    if not create_from:
+        raise BranchNotFound(branch)
+    try:
+        lakehouse.create_branch(branch, source=create_from)
+    except Exception:
+        if not lakehouse.branch_exists(branch):  # else another process created it meanwhile: fine
+            raise
 
 
 def error_line(exc: BaseException) -> str:

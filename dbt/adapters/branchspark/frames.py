@@ -1,5 +1,6 @@
 """Spark types and DataFrame shapes: what a write hands the core must match the table."""
 
+import re
 from typing import List, Optional
 
 from pyspark.sql import Column, DataFrame
@@ -16,6 +17,10 @@ _TYPE_ALIASES = {
     "timestamp with time zone": "timestamp",
     "double precision": "double",
     "real": "float",
+    "character": "string",
+    "bpchar": "string",
+    "timestamptz": "timestamp",
+    "bool": "boolean",
 }
 
 
@@ -23,8 +28,11 @@ def spark_type(type_text: str) -> DataType:
     """A Spark type from DDL text; char/varchar become string, as Spark stores them."""
     text = type_text.strip()
     text = _TYPE_ALIASES.get(text.lower(), text)
-    if text.lower().startswith("character varying") or text.lower().startswith("varchar"):
+    lowered = " ".join(text.lower().split())
+    if lowered.startswith(("character varying", "varchar", "character(", "char(", "text")):
         return StringType()
+    if lowered.startswith("timestamp with"):
+        return _parse_datatype_string("timestamp")
     data_type = _parse_datatype_string(text)
     if isinstance(data_type, (VarcharType, CharType)):
         return StringType()
@@ -39,13 +47,36 @@ def normalize_type(type_text: str) -> str:
         return type_text.strip().lower()
 
 
+_COLUMN_DEF = re.compile(r'^\s*(?P<name>`(?:[^`]|``)+`|"(?:[^"]|"")+"|[A-Za-z_][A-Za-z0-9_]*)\s+(?P<rest>.+)$', re.DOTALL)
+_AFTER_TYPE = re.compile(r"\s+(?:not\s+null|null|default|comment|primary\s+key|unique|references|check|constraint|generated)\b",
+                         re.IGNORECASE)
+
+
 def schema_from_ddl(columns_ddl: str) -> StructType:
-    schema = _parse_datatype_string(columns_ddl)
-    if not isinstance(schema, StructType):
-        raise ValueError(f"cannot read column definitions: {columns_ddl[:80]}")
-    return StructType(
-        [StructField(f.name, spark_type(f.dataType.simpleString()), f.nullable) for f in schema.fields]
-    )
+    """Column definitions of a CREATE TABLE / ADD COLUMNS, also in the SQL of other databases
+    (`TEXT`, `TIMESTAMP WITHOUT TIME ZONE`, `VARCHAR(20)`, `DEFAULT NULL`), as Spark fields."""
+    from dbt.adapters.branchspark.sql_text import split_top_level, unquote
+
+    fields = []
+    for definition in split_top_level(columns_ddl, type_brackets=True):
+        m = _COLUMN_DEF.match(definition)
+        if not m:
+            raise ValueError(f"cannot read the column definition {definition.strip()[:60]!r}")
+        rest = m["rest"].strip()
+        cut = _AFTER_TYPE.search(rest)
+        type_text = rest[: cut.start()] if cut else rest
+        constraints = rest[cut.start():].lower() if cut else ""
+        name = m["name"]
+        name = name[1:-1].replace('""', '"') if name.startswith('"') else unquote(name)
+        fields.append(StructField(name, spark_type(type_text), "not null" not in " ".join(constraints.split())))
+    if not fields:
+        raise ValueError(f"no column definitions in: {columns_ddl[:80]}")
+    return StructType(fields)
+
+
+def struct_of(columns) -> StructType:
+    """The Spark schema of a catalog table's columns (ColumnInfo list)."""
+    return StructType([StructField(c.name, spark_type(c.type), True) for c in columns])
 
 
 def align_to_schema(df: DataFrame, target: StructType, columns: Optional[List[str]] = None) -> DataFrame:

@@ -6,11 +6,11 @@ materializations and dispatched macros of `dbt/include/branchspark` call: each
 runs core operations in the model build's transaction on the target branch.
 """
 
-from typing import Any, Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
+from typing import Any, Dict, FrozenSet, List, Optional, Set, Tuple
 
 from dbt.adapters.base import available
 from dbt.adapters.base.relation import InformationSchema
-from dbt.adapters.contracts.relation import RelationConfig, RelationType
+from dbt.adapters.contracts.relation import RelationType
 from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.column import SparkColumn
 from dbt.adapters.spark.impl import SparkAdapter
@@ -105,6 +105,8 @@ class BranchSparkAdapter(SparkAdapter):
             # views and session temp relations: Spark's analysis of the temp view (no data read)
             spark = self._handle().branch_session.spark
             try:
+                if name:
+                    self._handle().branch_session.views.ensure([name])
                 fields = spark.table(relation.render()).schema.fields
             except Exception:
                 return []
@@ -357,6 +359,15 @@ class BranchSparkAdapter(SparkAdapter):
         self._run(f"drop schema {database}", run)
 
     # -- branch operations (run-operation macros) -----------------------------------------
+    @available
+    def table_text(self, table, max_column_width: int = 80) -> str:
+        """An agate table as the Markdown-like text dbt prints (for run-operation output)."""
+        import io
+
+        out = io.StringIO()
+        table.print_table(max_rows=None, max_column_width=max_column_width, output=out)
+        return out.getvalue().rstrip("\n")
+
     @available
     def current_branch(self) -> str:
         return self.config.credentials.branch

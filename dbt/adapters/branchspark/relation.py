@@ -31,8 +31,3 @@ class BranchSparkRelation(SparkRelation):
         if self.schema and self.identifier and self.include_policy.schema:
             return core_table_name(self.schema, self.identifier)
         return None
-
-    @property
-    def session_view_name(self) -> str:
-        """Name of the Spark temp view for this relation, as `createOrReplaceTempView` takes it."""
-        return self.render()

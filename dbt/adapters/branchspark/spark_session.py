@@ -19,6 +19,7 @@ DEFAULT_SPARK_CONFIG: Dict[str, str] = {
     "spark.app.name": "dbt-branchspark",
     "spark.sql.catalogImplementation": "in-memory",
     "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
     "spark.sql.shuffle.partitions": "4",
     # dbt-spark's macros assume the pre-Spark-4 (non-ANSI) casting rules.
     "spark.sql.ansi.enabled": "false",
@@ -40,6 +41,9 @@ def spark_session(spark_config: Dict[str, str], remote_url: str = "") -> SparkSe
             if remote_url:
                 config = {k: v for k, v in config.items() if k in RUNTIME_SETTINGS}
             config.update(spark_config)
+            if not remote_url and str(config.get("spark.master", "")).startswith("local"):
+                # a local driver needs no outside address (and skips a slow hostname lookup)
+                os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
             builder = SparkSession.builder
             if remote_url:
                 builder = builder.remote(remote_url)

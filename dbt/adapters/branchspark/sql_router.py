@@ -89,10 +89,13 @@ class StatementRouter:
             result = handler(statement)
             if result is not None:
                 return result
-        return RoutedResult(df=self.spark.sql(self.qualify(sql)))
+        return RoutedResult(df=self.query(sql))
 
     def qualify(self, sql: str) -> str:
-        return qualify_branch_relations(sql, self.views.is_branch_relation)
+        """`sql` with branch relations named as their temp views, which then exist in the session."""
+        qualified = qualify_branch_relations(sql, self.views.is_branch_relation)
+        self.views.ensure(self.views.referenced(qualified))
+        return qualified
 
     def query(self, sql: str) -> DataFrame:
         return self.spark.sql(self.qualify(sql))
@@ -152,7 +155,7 @@ class StatementRouter:
         if name is None:
             return None
         rest = m["rest"].strip()
-        replace = "replace" in statement[:20].lower()
+        replace = bool(m.groupdict().get("replace")) or statement.lower().startswith("replace")
         if_not_exists = bool(m.groupdict().get("ine"))
         as_at = find_top_level_keyword(rest, "as")
         options = rest if as_at < 0 else rest[:as_at]
@@ -207,10 +210,11 @@ class StatementRouter:
         columns = None
         if rest.startswith("(") and not re.match(r"^\(\s*(select|with|values)\b", rest, re.IGNORECASE):
             close = _matching_paren(rest, 0)
-            columns = [unquote(c.strip()) for c in split_top_level(rest[1:close])]
+            # column names may be quoted the ANSI way ("name") in hand-written SQL
+            columns = [unquote(c.strip()).strip('"') for c in split_top_level(rest[1:close])]
             rest = rest[close + 1 :].strip()
         with self.write(f"insert {name}") as w:
-            target_schema = w.tx.read(name).schema
+            target_schema = frames.struct_of(w.tx.table(name).columns)
             df = frames.align_to_schema(self.query(rest), target_schema, columns)
             if m["mode"].lower() == "overwrite":
                 w.tx.overwrite(name, df, partitions=partitions)

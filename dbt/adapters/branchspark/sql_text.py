@@ -147,16 +147,18 @@ def _name_parts(name_token: str) -> List[Tuple[str, str]]:
 NAME_PATTERN = r"(?:`(?:[^`]|``)+`|[A-Za-z_][A-Za-z0-9_]*)(?:\s*\.\s*(?:`(?:[^`]|``)+`|[A-Za-z_][A-Za-z0-9_]*)){0,2}"
 
 
-def split_top_level(text: str, separator: str = ",") -> List[str]:
-    """Split on `separator` outside parentheses, literals and quoted names."""
+def split_top_level(text: str, separator: str = ",", type_brackets: bool = False) -> List[str]:
+    """Split on `separator` outside parentheses, literals and quoted names (and, for column
+    definitions, outside the angle brackets of `map<k,v>` / `struct<...>` types)."""
+    opening, closing = ("([{<", ")]}>") if type_brackets else ("([{", ")]}")
     parts, depth, start = [], 0, 0
     for kind, s, e in tokens(text):
         if kind != OTHER:
             continue
         ch = text[s]
-        if ch in "([{":
+        if ch in opening:
             depth += 1
-        elif ch in ")]}":
+        elif ch in closing:
             depth -= 1
         elif ch == separator and depth == 0:
             parts.append(text[start:s])

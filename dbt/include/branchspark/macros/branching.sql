@@ -1,5 +1,5 @@
 {#- Branch operations for `dbt run-operation NAME --args '{...}'` (argument names: SPEC section 5).
-    Each prints a table. `from` is a Python keyword, so it is read from kwargs. -#}
+    Each prints a table (with dbt's print, so --quiet keeps it). `from` is a Python keyword, so it is read from kwargs. -#}
 
 {% macro create_branch(name) %}
   {%- set source = kwargs.get('from') or target.branch -%}
@@ -8,7 +8,7 @@
   {%- endif -%}
   {%- set branches = adapter.create_branch(name, source) -%}
   {{ print("created branch " ~ name ~ " from " ~ source) }}
-  {%- do branches.print_table(max_rows=none, max_column_width=60) -%}
+  {{ print(adapter.table_text(branches)) }}
 {% endmacro %}
 
 {% macro drop_branch(name) %}
@@ -17,17 +17,17 @@
   {%- endif -%}
   {%- set branches = adapter.drop_branch(name) -%}
   {{ print("dropped branch " ~ name) }}
-  {%- do branches.print_table(max_rows=none, max_column_width=60) -%}
+  {{ print(adapter.table_text(branches)) }}
 {% endmacro %}
 
 {% macro list_branches() %}
   {%- set branches = adapter.list_branches() -%}
-  {%- do branches.print_table(max_rows=none, max_column_width=60) -%}
+  {{ print(adapter.table_text(branches)) }}
 {% endmacro %}
 
 {% macro branch_log(branch=none, limit=none) %}
   {%- set branch = branch or target.branch -%}
   {%- set commits = adapter.branch_log(branch, limit) -%}
   {{ print("commits on branch " ~ branch ~ " (newest first)") }}
-  {%- do commits.print_table(max_rows=none, max_column_width=80) -%}
+  {{ print(adapter.table_text(commits)) }}
 {% endmacro %}

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# branchspark demo: build the sample project on branch `dev`, then show that `main` is untouched.
+#   pip install -e .   (from the repository root), then:   sample_project/run_demo.sh
+set -euo pipefail
+cd "$(dirname "$0")"
+
+export DBT_PROFILES_DIR="$PWD"
+if [[ -z "${DBT:-}" ]]; then
+  if command -v dbt >/dev/null 2>&1; then DBT=dbt; else DBT="$PWD/../.venv/bin/dbt"; fi
+fi
+PYTHON_OF_DBT="$(dirname "$(command -v "$DBT")")/python"
+export PYSPARK_PYTHON="${PYSPARK_PYTHON:-$PYTHON_OF_DBT}"
+quiet=(--quiet)
+
+step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+
+step "1. create branch dev from main (dropped first, so the demo can be re-run)"
+"$DBT" "${quiet[@]}" run-operation drop_branch --args '{name: dev}' --target main >/dev/null 2>&1 || true
+"$DBT" "${quiet[@]}" run-operation create_branch --args '{name: dev, from: main}' --target main
+
+step "2. seed, run, snapshot and test on dev"
+"$DBT" seed --target dev
+"$DBT" run --target dev
+"$DBT" snapshot --target dev
+"$DBT" test --target dev
+
+step "3. a change only dev sees: two late orders, merged into fct_orders on its next run"
+"$DBT" "${quiet[@]}" run-operation add_late_orders --target dev
+"$DBT" run --target dev --select fct_orders
+
+step "4. what dev has that main has not"
+"$DBT" "${quiet[@]}" run-operation list_branches --target main
+"$DBT" "${quiet[@]}" run-operation branch_log --args '{branch: dev, limit: 20}' --target dev
+"$DBT" "${quiet[@]}" run-operation branch_log --args '{branch: main}' --target main
+"$DBT" "${quiet[@]}" show --target dev --inline "select status, count(*) as orders, sum(amount) as amount from {{ ref('fct_orders') }} group by status order by status"
+if ! "$DBT" "${quiet[@]}" show --target main --inline "select count(*) as orders from {{ ref('fct_orders') }}" >/dev/null 2>&1; then
+  echo "main has no fct_orders (dbt show on main fails: table not found): dev's commits never touched main"
+fi

@@ -1,0 +1,121 @@
+"""Each materialization records the core operations of SPEC section 2, one commit per build."""
+
+import datetime
+
+import pytest
+from pyspark.sql import SparkSession
+
+from dbt.adapters.branchspark.lakehouse import Lakehouse
+from dbt.tests.util import run_dbt, write_file
+
+EVENTS_V1 = """id,day,kind,amount
+1,2024-01-01,a,10
+2,2024-01-01,b,20
+3,2024-01-02,a,30
+4,2024-01-03,b,40
+"""
+
+# day 2024-01-02 restated, day 2024-01-04 new; id 2 changes
+EVENTS_V2 = """id,day,kind,amount
+1,2024-01-01,a,10
+2,2024-01-01,b,25
+3,2024-01-02,a,31
+5,2024-01-02,c,5
+4,2024-01-03,b,40
+6,2024-01-04,a,60
+"""
+
+BY_DAY = """
+{{ config(materialized='incremental', incremental_strategy='insert_overwrite', partition_by='day') }}
+select day, kind, sum(amount) as amount from {{ ref('events') }}
+{% if is_incremental() %} where day >= '2024-01-02' {% endif %}
+group by day, kind
+"""
+
+DELETE_INSERT = """
+{{ config(materialized='incremental', incremental_strategy='delete+insert', unique_key='id') }}
+select id, day, amount from {{ ref('events') }}
+{% if is_incremental() %} where id in (2, 5, 6) {% endif %}
+"""
+
+REBUILT = """
+{{ config(materialized='table') }}
+select id, {{ var('amount_expr', 'amount') }} as amount from {{ ref('events') }}
+"""
+
+
+def d(text):
+    return datetime.date.fromisoformat(text)
+
+
+class TestOperationsPerMaterialization:
+    @pytest.fixture(scope="class")
+    def seeds(self):
+        return {"events.csv": EVENTS_V1}
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"by_day.sql": BY_DAY, "delete_insert.sql": DELETE_INSERT, "rebuilt.sql": REBUILT}
+
+    @pytest.fixture(scope="class")
+    def lakehouse(self, project, warehouse_dir):
+        return Lakehouse(SparkSession.getActiveSession(), warehouse=warehouse_dir)
+
+    def last_ops(self, lakehouse, model):
+        for commit in lakehouse.log("main", limit=20):
+            if commit.message.endswith(f": model.test.{model}"):
+                return {op.op for op in commit.operations}
+        raise AssertionError(f"no commit for {model}")
+
+    def rows(self, project, lakehouse, table, order_by):
+        df = lakehouse.read(f"{project.test_schema}.{table}", at="main")
+        return [tuple(r) for r in df.orderBy(*order_by).collect()]
+
+    def test_operations(self, project, lakehouse):
+        run_dbt(["seed"])
+        run_dbt(["run"])
+        assert self.last_ops(lakehouse, "rebuilt") == {"create", "insert"}
+
+        write_file(EVENTS_V2, project.project_root, "seeds", "events.csv")
+        run_dbt(["seed"])
+        run_dbt(["run", "--vars", "{amount_expr: 'cast(amount as double)'}"])
+
+        # insert_overwrite: only the partitions the new rows fall in are replaced
+        assert self.last_ops(lakehouse, "by_day") == {"overwrite"}
+        assert self.rows(project, lakehouse, "by_day", ["day", "kind"]) == [
+            (d("2024-01-01"), "a", 10),
+            (d("2024-01-01"), "b", 20),  # not restated: day 1 is outside the incremental filter
+            (d("2024-01-02"), "a", 31),
+            (d("2024-01-02"), "c", 5),
+            (d("2024-01-03"), "b", 40),
+            (d("2024-01-04"), "a", 60),
+        ]
+
+        # delete+insert: the new rows' keys are deleted, then the rows inserted
+        assert self.last_ops(lakehouse, "delete_insert") == {"delete", "insert"}
+        assert self.rows(project, lakehouse, "delete_insert", ["id"]) == [
+            (1, d("2024-01-01"), 10),
+            (2, d("2024-01-01"), 25),
+            (3, d("2024-01-02"), 30),
+            (4, d("2024-01-03"), 40),
+            (5, d("2024-01-02"), 5),
+            (6, d("2024-01-04"), 60),
+        ]
+
+        # a rebuild whose schema changed: overwrite plus alter column
+        assert self.last_ops(lakehouse, "rebuilt") == {"overwrite", "alter column"}
+
+    def test_sql_statements_on_branch_relations(self, project, lakehouse):
+        """Hook and test SQL that writes a branch relation goes to the core (one commit each)."""
+        schema = project.test_schema
+        run_dbt(["seed", "--full-refresh"])
+        project.run_sql(f"update {schema}.events set kind = 'z', amount = amount + 1 where id = 1")
+        project.run_sql(f"delete from {schema}.events where id = 6")
+        project.run_sql(f"insert into {schema}.events (id, day, kind) values (7, '2024-01-05', 'it\\'s')")
+        assert self.rows(project, lakehouse, "events", ["id"])[0] == (1, d("2024-01-01"), "z", 11)
+        assert (7, d("2024-01-05"), "it's", None) in self.rows(project, lakehouse, "events", ["id"])
+        assert 6 not in [r[0] for r in self.rows(project, lakehouse, "events", ["id"])]
+        ops = [{op.op for op in c.operations} for c in lakehouse.log("main", limit=3)]
+        assert ops == [{"insert"}, {"delete"}, {"update"}]
+        count = project.run_sql(f"select count(*) from {schema}.events where kind = 'z'", fetch="one")
+        assert count[0] == 1
