@@ -154,3 +154,15 @@ def test_generic_and_per_file_anti_joins_agree(lh, spark, orders, monkeypatch):
     monkeypatch.setattr(reader, "_PER_FILE_LIMIT", 0)  # as if too many files were targeted
     assert rows(lh.read(orders)) == per_file
     assert len(per_file) == 305 - len([i for i in list(range(1, 6)) + list(range(100, 400)) if i % 7 == 0])
+
+
+def test_a_table_without_rows_reads_empty_with_its_columns(lh):
+    from pyspark.sql import types as T
+
+    lh.branch("main").create_database("d")
+    with lh.transaction("main") as tx:
+        tx.create_table("d.empty", T.StructType([T.StructField("k", T.LongType()), T.StructField("v", T.StringType())]))
+        assert tx.read("d.empty").count() == 0
+    assert lh.read("d.empty").columns == ["k", "v"] and lh.read("d.empty").count() == 0
+    assert lh.snapshot().read("d.empty", with_row_ids=True).columns == ["k", "v", "_bs_seg", "_bs_file", "_bs_pos",
+                                                                         "_bs_seq"]

@@ -232,6 +232,14 @@ class TableReader:
         return rows.join(deleted, [rows[_J_POS] == deleted["_bs_dpos"], same_file], "left_anti")
 
 
+    def _empty(self, schema: Schema, with_ids: bool) -> DataFrame:
+        fields = list(schema.struct().fields)
+        if with_ids:
+            fields += [T.StructField(SEGMENT_COLUMN, T.StringType()), T.StructField(ROW_FILE, T.StringType()),
+                       T.StructField(ROW_POS, T.LongType()), T.StructField(ROW_SEQ, T.LongType())]
+        return self.spark.createDataFrame([], T.StructType(fields))
+
+
 def _row_file(segment: SegmentInfo, name: str) -> str:
     """The row-id file name of data file `name`: its path below the segment root (`_bs_seg=`)."""
     return f"{segment.path.split(f'{SEGMENT_COLUMN}=', 1)[1]}/{name}"
