@@ -4,6 +4,9 @@ import sys
 
 import pytest
 
+# dbt's test fixtures (the conformance suite); pytest wants plugins declared in the top conftest.
+pytest_plugins = ["dbt.tests.fixtures.project"]
+
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 

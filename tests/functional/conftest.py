@@ -7,7 +7,6 @@ import pytest
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
-pytest_plugins = ["dbt.tests.fixtures.project"]
 
 # Small and quiet Spark for tests; the adapter reuses this process's session across dbt invocations.
 TEST_SPARK_CONFIG = {

@@ -6,12 +6,10 @@ per change type and `--limit` rows, so nothing of the range is collected beyond 
 from __future__ import annotations
 
 import click
-from rich.console import Console
 from rich.table import Table
 
 from ..changes import CHANGE_TYPE, DELETE, INSERT, table_changes
-
-console = Console(highlight=False)
+from .output import console
 
 
 @click.command("changes")

@@ -9,15 +9,13 @@ from __future__ import annotations
 import sys
 
 import click
-from rich.console import Console
 from rich.table import Table
 
 from .. import errors
 from ..lakehouse import Lakehouse
 from .changes_cmd import changes
 from .graph import commit_graph
-
-console = Console(highlight=False)
+from .output import console
 
 
 class Context:
@@ -39,7 +37,7 @@ class BranchsparkGroup(click.Group):
         try:
             return super().invoke(ctx)
         except errors.BranchsparkError as exc:
-            console.print(f"[red]error:[/red] {exc}")
+            click.echo(f"error: {exc}")  # plain: one line, never wrapped
             sys.exit(1)
 
 
