@@ -94,6 +94,17 @@ class Transaction:
     def _schema(self, state: TableState) -> Schema:
         return self.ns.schema(state.schema_id)
 
+    @staticmethod
+    def _column(table: str, schema: Schema, column: str) -> Column:
+        found = schema.column(column)
+        if found is None:
+            raise errors.ColumnNotFound(column, table)
+        return found
+
+    def _resolve_columns(self, table: str, schema: Schema, columns) -> list[str]:
+        """Columns as the table spells them; an unknown one is an error."""
+        return [self._column(table, schema, column).name for column in columns]
+
     # ------------------------------------------------------------- reading
     def has_database(self, name: str) -> bool:
         return self.ns.database_id(name, required=False) is not None
@@ -287,12 +298,7 @@ class Transaction:
     def set_partitioning(self, name: str, columns: list[str]) -> None:
         state = self._writable_table(name)
         schema = self._schema(state)
-        resolved = []
-        for column in columns:
-            found = schema.column(column)
-            if found is None:
-                raise errors.ColumnNotFound(column, name)
-            resolved.append(found.name)
+        resolved = self._resolve_columns(name, schema, columns)
         self.ns.put_table(state.evolve(partition_by=tuple(resolved)))
         self._record("table", state.id, name, "alter partition", partition_by=resolved,
                      old_partition_by=list(state.partition_by))
@@ -300,12 +306,7 @@ class Transaction:
     def set_primary_key(self, name: str, columns: list[str]) -> None:
         state = self._writable_table(name)
         schema = self._schema(state)
-        resolved = []
-        for column in columns:
-            found = schema.column(column)
-            if found is None:
-                raise errors.ColumnNotFound(column, name)
-            resolved.append(found.name)
+        resolved = self._resolve_columns(name, schema, columns)
         if state.segments and resolved:
             duplicates = (self.reader.read(state).groupBy(*[quote(c) for c in resolved]).count()
                           .filter("count > 1").limit(1).count())
@@ -343,9 +344,7 @@ class Transaction:
     def drop_column(self, name: str, column: str) -> None:
         state = self._writable_table(name)
         schema = self._schema(state)
-        found = schema.column(column)
-        if found is None:
-            raise errors.ColumnNotFound(column, name)
+        found = self._column(name, schema, column)
         if found.name in state.partition_by or found.name in state.primary_key:
             raise errors.InvalidSchemaChange(f"cannot drop column '{column}' of '{name}': it is part of the "
                                              f"partitioning or the primary key; change those first")
@@ -357,9 +356,7 @@ class Transaction:
     def rename_column(self, name: str, old: str, new: str) -> None:
         state = self._writable_table(name)
         schema = self._schema(state)
-        found = schema.column(old)
-        if found is None:
-            raise errors.ColumnNotFound(old, name)
+        found = self._column(name, schema, old)
         check_name("column", new)
         if schema.column(new) is not None and schema.column(new).id != found.id:
             raise errors.AlreadyExists("column", f"{name}.{new}", self.branch)
@@ -374,9 +371,7 @@ class Transaction:
     def alter_column_type(self, name: str, column: str, type_) -> None:
         state = self._writable_table(name)
         schema = self._schema(state)
-        found = schema.column(column)
-        if found is None:
-            raise errors.ColumnNotFound(column, name)
+        found = self._column(name, schema, column)
         new_type = parse_type(type_, self.spark)
         if new_type.json() == found.type_json:
             return
@@ -389,9 +384,7 @@ class Transaction:
     def set_nullable(self, name: str, column: str, nullable: bool) -> None:
         state = self._writable_table(name)
         schema = self._schema(state)
-        found = schema.column(column)
-        if found is None:
-            raise errors.ColumnNotFound(column, name)
+        found = self._column(name, schema, column)
         if found.nullable == nullable:
             return
         if not nullable and state.segments:
@@ -407,9 +400,7 @@ class Transaction:
     def set_default(self, name: str, column: str, default: str | None) -> None:
         state = self._writable_table(name)
         schema = self._schema(state)
-        found = schema.column(column)
-        if found is None:
-            raise errors.ColumnNotFound(column, name)
+        found = self._column(name, schema, column)
         if default is not None:
             self._check_default(default, found.data_type, found.name)
         columns = [replace(c, default=default) if c.id == found.id else c
@@ -511,12 +502,7 @@ class Transaction:
         """Set columns to Spark SQL expressions on the rows matching `predicate`; returns how many."""
         state = self._writable_table(name)
         schema = self._schema(state)
-        resolved = {}
-        for column, expression in assignments.items():
-            found = schema.column(column)
-            if found is None:
-                raise errors.ColumnNotFound(column, name)
-            resolved[found.name] = expression
+        resolved = {self._column(name, schema, column).name: expression for column, expression in assignments.items()}
         matched = self._filtered(name, state, predicate)
         images = [(F.expr(resolved[c.name]) if c.name in resolved else F.col(quote(c.name)))
                   .cast(c.data_type).alias(c.name) for c in schema.columns]
@@ -545,12 +531,7 @@ class Transaction:
         key = list(key or state.primary_key)
         if not key:
             raise errors.InvalidArgument(f"upsert into '{name}' needs a key: give key=[...] or declare a primary key")
-        resolved = []
-        for column in key:
-            found = schema.column(column)
-            if found is None:
-                raise errors.ColumnNotFound(column, name)
-            resolved.append(found.name)
+        resolved = self._resolve_columns(name, schema, key)
         rows = self.conform(name, state, df)
         if rows.groupBy(*[quote(k) for k in resolved]).count().filter("count > 1").limit(1).count():
             raise errors.InvalidArgument(f"the data repeats key {resolved} values for '{name}': each key may appear "
