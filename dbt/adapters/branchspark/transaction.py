@@ -557,15 +557,19 @@ class Transaction:
         if state.primary_key:
             self._check_unique_keys(name, state, rows, against_table=False)
         if partitions is None:
-            seq = self._seq()
-            segments = self.lakehouse.writer.write_segments(state, self._schema(state), rows, seq, "data",
-                                                            fault=self.lakehouse.fault)
-            self.ns.add_segments(segments)
-            self.ns.put_table(state.evolve(segments=tuple(s.id for s in segments), tombstones=()))
-            self._record("table", state.id, name, "overwrite", seq=seq, segments_added=[s.id for s in segments],
-                         segments_removed=list(state.segments), tombstones_removed=list(state.tombstones))
+            self._replace_rows(name, state, rows, "data", "overwrite")
             return
         self._overwrite_partitions(name, state, rows, partitions)
+
+    def _replace_rows(self, name: str, state: TableState, rows: DataFrame, kind: str, op: str) -> None:
+        """Make `rows` the table's only segments (no tombstones): overwrite and compaction."""
+        seq = self._seq()
+        segments = self.lakehouse.writer.write_segments(state, self._schema(state), rows, seq, kind,
+                                                        fault=self.lakehouse.fault)
+        self.ns.add_segments(segments)
+        self.ns.put_table(state.evolve(segments=tuple(s.id for s in segments), tombstones=()))
+        self._record("table", state.id, name, op, seq=seq, segments_added=[s.id for s in segments],
+                     segments_removed=list(state.segments), tombstones_removed=list(state.tombstones))
 
     def _overwrite_partitions(self, name: str, state: TableState, rows: DataFrame, partitions) -> None:
         if not state.partition_by:
@@ -626,13 +630,7 @@ class Transaction:
         if not state.segments:
             return
         rows = self.reader.read(state, with_row_ids=True).drop(SEGMENT_COLUMN)
-        seq = self._seq()
-        segments = self.lakehouse.writer.write_segments(state, self._schema(state), rows, seq, "compaction",
-                                                        fault=self.lakehouse.fault)
-        self.ns.add_segments(segments)
-        self.ns.put_table(state.evolve(segments=tuple(s.id for s in segments), tombstones=()))
-        self._record("table", state.id, name, "compaction", seq=seq, segments_added=[s.id for s in segments],
-                     segments_removed=list(state.segments), tombstones_removed=list(state.tombstones))
+        self._replace_rows(name, state, rows, "compaction", "compaction")
 
     # --------------------------------------------------------------- views
     def create_view(self, name: str, sql: str, replace: bool = True) -> None:
