@@ -232,6 +232,14 @@ class Lakehouse:
                     allow_protected: bool = False) -> Transaction:
         return Transaction(self, branch, message=message, author=author, allow_protected=allow_protected)
 
+    def merge(self, src: str, into: str = MAIN, *, strategy: str = "merge", on_conflict="abort",
+              dry_run: bool = False, message: str | None = None, author: str | None = None):
+        """MERGE BRANCH src TO into (SPEC 3): one merge commit on `into`; see merge/merger.py."""
+        from .merge.merger import merge_branch
+
+        return merge_branch(self, src, into, strategy=strategy, on_conflict=on_conflict, dry_run=dry_run,
+                            message=message, author=author)
+
     def branch(self, name: str) -> BranchOps:
         self.store.get_branch(name)
         return BranchOps(self, name)

@@ -46,6 +46,7 @@ class Transaction:
         self.ns = Namespace(self.store, self.store.root(info.head), branch)
         self.operations: list[OpInfo] = []
         self.commit_info: CommitInfo | None = None
+        self.merge_parent: str | None = None  # set by a merge: the commit merged in, the second parent
         self._done = False
 
     # ------------------------------------------------------------ plumbing
@@ -68,14 +69,14 @@ class Transaction:
         if self._done:
             raise errors.InvalidArgument("this transaction has already been committed; start a new one")
         self._done = True
-        if not self.operations:
+        if not self.operations and self.merge_parent is None:
             return None
         root, databases, tables = self.ns.finalize()
         self.commit_info = self.store.commit(
             self.branch, self.base_head, root, databases=databases, tables=tables,
             schemas=self.ns.new_schemas.values(), segments=self.ns.new_segments.values(),
             tombstones=self.ns.new_tombstones.values(), operations=self.operations,
-            message=self.message or _summary(self.operations), author=self.author,
+            message=self.message or _summary(self.operations), author=self.author, merge_parent=self.merge_parent,
             allow_protected=self.allow_protected, fault=self.lakehouse.fault)
         return self.commit_info
 

@@ -144,6 +144,15 @@ class Namespace:
         self.staged_tables[state.id] = state
         self.tables[state.id] = [None, state.database_id, state.name]
 
+    def adopt_database(self, state: DatabaseState) -> None:
+        """Take a committed version as it is (a merge bringing an object over): no new row."""
+        self.staged_databases.pop(state.id, None)
+        self.databases[state.id] = [state.version_id, state.name]
+
+    def adopt_table(self, state: TableState) -> None:
+        self.staged_tables.pop(state.id, None)
+        self.tables[state.id] = [state.version_id, state.database_id, state.name]
+
     def remove_table(self, table_id: str) -> None:
         self.staged_tables.pop(table_id, None)
         del self.tables[table_id]

@@ -30,7 +30,15 @@ from ..catalog.namespace import Namespace
 from ..catalog.state import Root, Schema, SegmentInfo, TableState, TombstoneInfo
 from ..catalog.store import CatalogStore
 from ..storage.layout import SEGMENT_COLUMN, Warehouse
-from ..storage.reader import ROW_FILE, ROW_POS, TableReader, project_column, quote, segment_group
+from ..storage.reader import (
+    ROW_FILE,
+    ROW_POS,
+    STORED_IDENTITY_KINDS,
+    TableReader,
+    project_column,
+    quote,
+    segment_group,
+)
 from .versions import Step
 
 IDENTITY = (ROW_FILE, ROW_POS)  # a row's identity: stable across compaction, unique per written row
@@ -106,7 +114,7 @@ class DeltaReader:
             return []
         if state.primary_key:
             # A key tombstone deletes rows written before it; compacted rows keep older sequences.
-            if any(s.kind == "compaction" for s in segments):
+            if any(s.kind in STORED_IDENTITY_KINDS for s in segments):
                 return tombstones
             floor = min(s.seq for s in segments)
             return [t for t in tombstones if t.seq > floor]
@@ -137,7 +145,7 @@ class DeltaReader:
         return images.select(*[F.col(quote(c.name)) for c in self.target.columns], *IDENTITY)
 
     def _has_compacted(self, segment_ids: list[str]) -> bool:
-        return any(s.kind == "compaction" for s in self.lookup.segment_infos(segment_ids))
+        return any(s.kind in STORED_IDENTITY_KINDS for s in self.lookup.segment_infos(segment_ids))
 
 
 def _location():
@@ -149,7 +157,7 @@ def _location():
 
 
 def _location_key(segment: SegmentInfo) -> str:
-    if segment.kind == "compaction":
+    if segment.kind in STORED_IDENTITY_KINDS:
         return segment_group(segment)
     return segment.path.split(f"{SEGMENT_COLUMN}=", 1)[1]
 

@@ -41,6 +41,9 @@ _J_FILE, _J_POS, _J_ORDER = "_bs_jfile", "_bs_jpos", "_bs_jorder"
 _JOIN_COLUMNS = (_J_FILE, _J_POS, _J_ORDER)
 _PER_FILE_LIMIT = 32  # beyond this many targeted files, one generic anti-join plans faster
 _BROADCAST_TOMBSTONE_ROWS = 2_000_000
+# Segments whose files store each row's identity and sequence as columns: compaction output, and
+# rows a merge carried over from a compacted branch.
+STORED_IDENTITY_KINDS = ("compaction", "merge")
 
 
 class VersionLookup(Protocol):
@@ -76,9 +79,14 @@ class TableReader:
             hit = {segment_group(s) for s in segments} if tombstones else set()
         else:
             hit = {group for tomb in tombstones for group in tomb.target_segments}
+            if hit - {segment_group(s) for s in segments}:
+                # A tombstone names rows whose segment is gone: a merge brought it onto a branch that has
+                # since compacted them, so they now live in a segment that stores their identity.
+                hit |= {segment_group(s) for s in segments if s.kind in STORED_IDENTITY_KINDS}
         groups: dict[tuple, list[SegmentInfo]] = defaultdict(list)
         for segment in segments:
-            key = (segment.schema_id, segment.partition_by, segment.kind == "compaction", segment_group(segment) in hit)
+            key = (segment.schema_id, segment.partition_by, segment.kind in STORED_IDENTITY_KINDS,
+                   segment_group(segment) in hit)
             groups[key].append(segment)
         deleted = self._deleted_rows(table, schema, tombstones) if hit else None
         parts = []

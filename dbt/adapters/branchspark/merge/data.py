@@ -1,0 +1,286 @@
+"""Row-level merge of one table that both sides changed: plans in Spark, written only on request.
+
+Everything starts from what the sides added since the merge base (their new
+segments and tombstones), so the work grows with the changes, not the table.
+
+Keyless tables (3.3) merge by row identity, which every row keeps for life:
+src's new segments join dest as they are (zero copy), and one merge
+tombstone carries src's deletions, less the rows dest already deleted (A2)
+or overwrote (A5), plus src's update images of rows dest overwrote (A4).
+
+Primary-key tables (3.4) merge per key: a key only one side changed takes
+that side's row; keys both sides changed are decided here (same row, cell by
+cell, or conflict). The merge writes one tombstone for every key it changes
+on dest and one segment with those keys' new rows, both at the merge's
+sequence, so they replace whatever dest held for those keys.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import reduce
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from ..catalog.state import Schema, SegmentInfo, TableState
+from ..storage.layout import SEGMENT_COLUMN
+from ..storage.reader import (
+    PREV_FILE,
+    PREV_POS,
+    ROW_FILE,
+    ROW_ID_COLUMNS,
+    ROW_POS,
+    STORED_IDENTITY_KINDS,
+    TableReader,
+    quote,
+    segment_group,
+)
+from .report import Conflict
+from .sides import ObjectChanges
+
+IDENTITY = [ROW_FILE, ROW_POS]
+_SHOWN_KEYS = 20  # conflicting keys listed in a report; the count covers all of them
+
+
+@dataclass
+class TableInputs:
+    name: str
+    base: TableState
+    src: TableState
+    dest: TableState
+    src_changes: ObjectChanges
+    dest_changes: ObjectChanges
+    schema: Schema  # the merged schema, staged in the namespace the reader looks up
+    primary_key: tuple[str, ...]
+
+
+@dataclass
+class DataPlan:
+    """What the merge adds to dest's version of a table."""
+
+    keep_segments: list[str]
+    add_segments: list[str] = field(default_factory=list)  # src's, shared as they are
+    new_rows: DataFrame | None = None  # written as one segment at the merge's sequence
+    new_rows_kind: str = "data"
+    doomed: DataFrame | None = None  # written as one tombstone at the merge's sequence
+    tombstones: list[str] = field(default_factory=list)
+    conflicts: list[Conflict] = field(default_factory=list)
+
+
+class DataMerger:
+    def __init__(self, reader: TableReader, lookup):
+        self.reader = reader
+        self.lookup = lookup  # a Namespace: finds any committed or staged version by id
+
+    # ------------------------------------------------------------ helpers
+    def _groups(self, segment_ids) -> set[str]:
+        return {segment_group(s) for s in self.lookup.segment_infos(list(segment_ids))}
+
+    def _added_groups(self, inputs: TableInputs, changes: ObjectChanges) -> set[str]:
+        """Segment groups written by a side since the base (its inserts and update images)."""
+        added = [s for s in self.lookup.segment_infos(list(dict.fromkeys(changes.segments_added)))
+                 if s.kind not in STORED_IDENTITY_KINDS]
+        return {segment_group(s) for s in added} - self._groups(inputs.base.segments)
+
+    def _new_rows(self, inputs: TableInputs, state: TableState, groups: set[str]) -> DataFrame:
+        """Rows live in `state` that were written in `groups`, with identity, read in the merged schema."""
+        segments = self.lookup.segment_infos(state.segments)
+        plain = [s.id for s in segments if s.kind not in STORED_IDENTITY_KINDS and segment_group(s) in groups]
+        stored = [s.id for s in segments if s.kind in STORED_IDENTITY_KINDS]
+        parts = []
+        if plain:
+            parts.append(self._read(inputs, state, plain))
+        if stored and groups:
+            # Rows a compaction rewrote keep the file they were first written to, which names their group.
+            rows = self._read(inputs, state, stored)
+            parts.append(rows.filter(F.substring_index(F.col(ROW_FILE), "/", 1).isin(sorted(groups))))
+        if not parts:
+            return self._read(inputs, state, [])
+        return reduce(DataFrame.unionByName, parts)
+
+    def _read(self, inputs: TableInputs, state: TableState, segment_ids: list[str]) -> DataFrame:
+        partial = state.evolve(segments=tuple(segment_ids), schema_id=inputs.schema.id,
+                               primary_key=inputs.primary_key)
+        return self.reader.read(partial, with_row_ids=True)
+
+    def _deleted_rows(self, inputs: TableInputs, state: TableState, changes: ObjectChanges) -> DataFrame | None:
+        """Images and identities of every row a side's tombstones deleted since the base."""
+        tombstones = self.lookup.tombstone_infos(list(dict.fromkeys(changes.tombstones_added)))
+        if not tombstones:
+            return None
+        return self.reader.read_tombstones(state.evolve(primary_key=inputs.primary_key), tombstones,
+                                           inputs.schema, with_image=True)
+
+    @staticmethod
+    def _origin(column: str = ROW_FILE):
+        return F.substring_index(F.col(column), "/", 1)
+
+    # ------------------------------------------------------------ keyless
+    def keyless(self, inputs: TableInputs) -> DataPlan:
+        src, dest = inputs.src_changes, inputs.dest_changes
+        if src.whole_overwrite:
+            # Replaying src's overwrite on dest leaves src's rows, whatever dest did.
+            return DataPlan(keep_segments=list(inputs.src.segments), tombstones=list(inputs.src.tombstones))
+        base_ids = set(inputs.base.segments)
+        dest_ids = set(inputs.dest.segments)
+        src_infos = self.lookup.segment_infos(inputs.src.segments)
+        src_added = self._added_groups(inputs, src)
+        shared = [s.id for s in src_infos if s.id not in base_ids and s.id not in dest_ids
+                  and s.kind not in STORED_IDENTITY_KINDS and segment_group(s) in src_added]
+        plan = DataPlan(keep_segments=list(inputs.dest.segments), add_segments=shared,
+                        tombstones=list(inputs.dest.tombstones))
+        # Rows src compacted together with older rows: carry src's own rows over, identities kept.
+        carried_groups = src_added - self._groups(shared)
+        if any(s.kind in STORED_IDENTITY_KINDS and s.id not in base_ids for s in src_infos) and carried_groups:
+            carried = self._new_rows(inputs, inputs.src, carried_groups).drop(SEGMENT_COLUMN)
+            plan.new_rows, plan.new_rows_kind = carried, "merge"
+        # Partitions src overwrote: dest's segments there go, as replaying the overwrite would drop them.
+        if src.segments_removed:
+            removed = set(src.segments_removed)
+            dest_new = [s for s in self.lookup.segment_infos(inputs.dest.segments) if s.id not in base_ids]
+            for spec in src.overwritten_partitions:
+                wanted = {tuple(v) for v in spec["partitions"]}
+                columns = spec["columns"]
+                removed |= {s.id for s in dest_new
+                            if tuple(s.partition_values.get(c) for c in columns) in wanted}
+            plan.keep_segments = [s for s in plan.keep_segments if s not in removed]
+        gone = self._groups(dest.segments_removed) | self._groups(src.segments_removed)
+        doomed = self._deleted_rows(inputs, inputs.src, src)
+        if doomed is not None:
+            doomed = doomed.filter(~self._origin().isin(sorted(gone | carried_groups)) if gone | carried_groups
+                                   else F.lit(True))
+            already = self._deleted_rows(inputs, inputs.dest, dest)
+            if already is not None:
+                doomed = doomed.join(already.select(*IDENTITY), IDENTITY, "left_anti")  # A2: deleted once
+            doomed = doomed.dropDuplicates(IDENTITY).select(*_tombstone_columns(inputs))
+        if dest.segments_removed and shared:
+            stale = self._stale_update_images(inputs, shared, self._groups(dest.segments_removed))
+            if stale is not None:
+                stale = stale.select(*_tombstone_columns(inputs))
+                doomed = stale if doomed is None else doomed.unionByName(stale)
+        plan.doomed = doomed
+        return plan
+
+    def _stale_update_images(self, inputs: TableInputs, shared: list[str], overwritten: set[str]) -> DataFrame | None:
+        """A4: src's update images of rows that dest overwrote, following chains of updates."""
+        updates = [s for s in self.lookup.segment_infos(shared) if s.kind == "update"]
+        if not updates:
+            return None
+        # Every image ever written (live or replaced since), with the row it replaced.
+        replaced = self._prev_identity(updates)
+        stale = replaced.filter(F.substring_index(F.col(PREV_FILE), "/", 1).isin(sorted(overwritten))).select(*IDENTITY)
+        frontier = stale
+        for _ in range(len(updates)):  # each round follows one more update of an update
+            frontier = replaced.join(frontier.select(F.col(ROW_FILE).alias(PREV_FILE), F.col(ROW_POS).alias(PREV_POS)),
+                                     [PREV_FILE, PREV_POS], "left_semi").select(*IDENTITY)
+            stale = stale.unionByName(frontier)
+        live = self._read(inputs, inputs.src, [s.id for s in updates])
+        return live.join(stale.distinct(), IDENTITY, "left_semi")
+
+    def _prev_identity(self, updates: list[SegmentInfo]) -> DataFrame:
+        """(identity, identity of the row it replaced) for the rows of update segments."""
+        paths = [self.reader.warehouse.uri(f"{s.path}/{f}") for s in updates for f in s.files]
+        raw = self.reader.spark.read.parquet(*paths)
+        return raw.select(F.substring_index(F.col("_metadata.file_path"), f"/{SEGMENT_COLUMN}=", -1).alias(ROW_FILE),
+                          F.col("_metadata.row_index").alias(ROW_POS), F.col(PREV_FILE), F.col(PREV_POS))
+
+    # --------------------------------------------------------------- keyed
+    def keyed(self, inputs: TableInputs, prefer: str | None) -> DataPlan:
+        keys = list(inputs.primary_key)
+        columns = [c.name for c in inputs.schema.columns]
+        src_rows, src_deleted, src_keys = self._side_keys(inputs, inputs.src, inputs.src_changes)
+        dest_rows, dest_deleted, dest_keys = self._side_keys(inputs, inputs.dest, inputs.dest_changes)
+        both = src_keys.join(dest_keys, keys, "inner")
+        src_only = src_keys.join(dest_keys, keys, "left_anti")
+        base_rows = self._base_images(inputs, [src_deleted, dest_deleted])
+
+        def tagged(rows: DataFrame, prefix: str) -> DataFrame:
+            return rows.select(*[F.col(quote(k)) for k in keys], F.lit(True).alias(f"{prefix}_present"),
+                               *[F.col(quote(c)).alias(f"{prefix}__{c}") for c in columns if c not in keys])
+
+        three = (both.join(tagged(src_rows, "s"), keys, "left").join(tagged(dest_rows, "d"), keys, "left")
+                 .join(tagged(base_rows, "b"), keys, "left"))
+        values = [c for c in columns if c not in keys]
+        s_in, d_in, b_in = (F.coalesce(F.col(f"{p}_present"), F.lit(False)) for p in "sdb")
+        same = reduce(lambda a, b: a & b, [F.col(f"s__{c}").eqNullSafe(F.col(f"d__{c}")) for c in values], F.lit(True))
+        cell_clash = reduce(lambda a, b: a | b, [
+            ~F.col(f"s__{c}").eqNullSafe(F.col(f"b__{c}")) & ~F.col(f"d__{c}").eqNullSafe(F.col(f"b__{c}"))
+            & ~F.col(f"s__{c}").eqNullSafe(F.col(f"d__{c}")) for c in values], F.lit(False))
+        rule = (F.when(~s_in & ~d_in, F.lit(None))
+                .when(s_in & d_in & same, F.lit(None))
+                .when(s_in != d_in, F.lit("3.4 update/delete"))
+                .when(~b_in, F.lit("3.4 insert"))
+                .when(cell_clash, F.lit("3.4 cells")))
+        decided = three.withColumn("_bs_rule", rule)
+        plan = DataPlan(keep_segments=list(inputs.dest.segments), tombstones=list(inputs.dest.tombstones))
+        # Reported even when `prefer` settles them, so a merge says what it decided.
+        clashes = decided.filter(F.col("_bs_rule").isNotNull()).cache()
+        count = clashes.count()
+        if count:
+            shown = clashes.select(*[quote(k) for k in keys], "_bs_rule").limit(_SHOWN_KEYS).collect()
+            for rule_name in sorted({r["_bs_rule"] for r in shown}):
+                listed = [", ".join(f"{k}={r[k]}" for k in keys) for r in shown if r["_bs_rule"] == rule_name]
+                more = f" (+{count - len(shown)} more keys)" if count > len(shown) else ""
+                plan.conflicts.append(Conflict("table", inputs.name, _ops(inputs.src_changes),
+                                               _ops(inputs.dest_changes), rule_name, "; ".join(listed) + more))
+        clashes.unpersist()
+        winner_present = s_in if prefer != "ours" else d_in
+        # Cell by cell: a column only one side changed takes that side's value; else the preferred side.
+        merged_values = [
+            F.when(b_in & F.col(f"s__{c}").eqNullSafe(F.col(f"b__{c}")), F.col(f"d__{c}"))
+            .when(b_in & F.col(f"d__{c}").eqNullSafe(F.col(f"b__{c}")), F.col(f"s__{c}"))
+            .otherwise(F.col(f"d__{c}") if prefer == "ours" else F.col(f"s__{c}")) for c in values]
+        clean = decided.filter(F.col("_bs_rule").isNull() & s_in & d_in).select(
+            *[F.col(quote(k)) for k in keys], *[v.alias(c) for v, c in zip(merged_values, values)])
+        # A settled conflict takes the preferred side's row; a cell clash still merges the other cells.
+        cells = F.col("_bs_rule") == "3.4 cells"
+        settled = decided.filter(F.col("_bs_rule").isNotNull() & winner_present).select(
+            *[F.col(quote(k)) for k in keys],
+            *[(F.col(f"d__{c}") if prefer == "ours" else F.when(cells, merged_values[i]).otherwise(F.col(f"s__{c}")))
+              .alias(c) for i, c in enumerate(values)])
+        both_rows = clean.unionByName(settled) if prefer else clean
+        only_rows = src_rows.join(src_only, keys, "left_semi").select(*[quote(c) for c in columns])
+        plan.new_rows = only_rows.unionByName(both_rows.select(*[quote(c) for c in columns]))
+        # Doomed on dest: the current row of every key src changed (the base row for keys only src changed).
+        dest_current = dest_rows.join(both, keys, "left_semi")
+        base_current = base_rows.join(src_only, keys, "left_semi").join(dest_keys, keys, "left_anti")
+        wanted = _tombstone_columns(inputs)
+        plan.doomed = dest_current.select(*wanted).unionByName(base_current.select(*wanted))
+        return plan
+
+    def _side_keys(self, inputs: TableInputs, state: TableState, changes: ObjectChanges):
+        """(live new rows, deleted images, every key the side changed) of one side since the base."""
+        keys = [quote(k) for k in inputs.primary_key]
+        rows = self._new_rows(inputs, state, self._added_groups(inputs, changes))
+        deleted = self._deleted_rows(inputs, state, changes)
+        removed = [s for s in changes.segments_removed if s in set(inputs.base.segments)]
+        if removed:
+            # An overwrite deleted the base rows it replaced, key by key.
+            gone = self._read(inputs, inputs.base, removed)
+            deleted = gone if deleted is None else deleted.select(*gone.columns).unionByName(gone)
+        touched = rows.select(*keys)
+        if deleted is not None:
+            touched = touched.unionByName(deleted.select(*keys))
+        return rows, deleted, touched.distinct()
+
+    def _base_images(self, inputs: TableInputs, deleted: list[DataFrame | None]) -> DataFrame:
+        """Base rows of the keys the sides deleted or replaced: the images their tombstones hold, from
+        rows older than either side's own writes."""
+        written = self._added_groups(inputs, inputs.src_changes) | self._added_groups(inputs, inputs.dest_changes)
+        parts = [d.select(*_tombstone_columns(inputs)) for d in deleted if d is not None]
+        if not parts:
+            return self._read(inputs, inputs.base, []).select(*_tombstone_columns(inputs))
+        images = reduce(DataFrame.unionByName, parts)
+        if written:
+            images = images.filter(~self._origin().isin(sorted(written)))
+        return images.dropDuplicates(list(inputs.primary_key))
+
+
+def _tombstone_columns(inputs: TableInputs) -> list[str]:
+    return [c.name for c in inputs.schema.columns] + list(ROW_ID_COLUMNS)
+
+
+def _ops(changes: ObjectChanges) -> str:
+    dml = sorted(changes.ops & {"insert", "delete", "update", "overwrite"})
+    return "+".join(dml) or "-"
+

@@ -1,0 +1,430 @@
+"""MERGE BRANCH src [TO dest] (SPEC section 3): plan every object, then write one merge commit.
+
+The plan compares what each side did since the merge base (commit metadata),
+checks the conflict matrices, merges schemas and, for tables both sides
+changed, plans the row-level merge in Spark. Nothing is written until the
+whole plan is free of conflicts (or they are settled by `on_conflict`); then
+the new files are written and one commit with two parents moves dest's head
+by compare-and-swap. A dry run stops after the plan.
+"""
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from .. import errors
+from ..catalog.namespace import Namespace
+from ..catalog.state import Schema, TableState
+from ..storage.reader import TableReader
+from ..transaction import Transaction
+from .base import merge_base
+from .data import DataMerger, DataPlan, TableInputs
+from .report import Conflict, MergeResult, Outcome, conflict_message
+from .rules import DATABASE_MATRIX, TABLE_DML, TABLE_MATRIX, matrix_ops
+from .schema import merge_schemas
+from .sides import ObjectChanges, side_since
+
+if TYPE_CHECKING:
+    from ..lakehouse import Lakehouse
+
+STRATEGIES = ("merge", "fast_forward", "auto")
+ON_CONFLICT = ("abort", "ours", "theirs")
+
+
+def merge_branch(lakehouse: "Lakehouse", src: str, dest: str = "main", *, strategy: str = "merge",
+                 on_conflict="abort", dry_run: bool = False, message: str | None = None,
+                 author: str | None = None) -> MergeResult:
+    """Merge `src` (a branch or commit) into branch `dest`. Raises MergeConflict (nothing written) when
+    conflicts remain; a dry run returns them instead."""
+    if strategy not in STRATEGIES:
+        raise errors.InvalidArgument(f"unknown merge strategy '{strategy}': use one of {', '.join(STRATEGIES)}")
+    policy = ConflictPolicy.parse(on_conflict)
+    store = lakehouse.store
+    dest_info = store.get_branch(dest)
+    src_commit = lakehouse.resolve(src)
+    if src == dest:
+        raise errors.InvalidArgument(f"cannot merge branch '{src}' into itself: name another branch as src")
+    base = merge_base(store, src_commit.id, dest_info.head)
+    if base is None:
+        raise errors.InvalidArgument(f"'{src}' and '{dest}' share no commit, so there is no merge base")
+    result = MergeResult(src, dest, base, strategy, "up-to-date")
+    if base == src_commit.id:
+        return result
+    if base == dest_info.head and strategy in ("fast_forward", "auto"):
+        result.status = "dry-run" if dry_run else "fast-forward"
+        if not dry_run:
+            store.move_branch(dest, dest_info.head, src_commit.id)
+            result.commit_id = src_commit.id
+        return result
+    if strategy == "fast_forward":
+        ahead = len(side_since(store, dest_info.head, base).commits)
+        raise errors.InvalidArgument(f"cannot fast-forward '{dest}' to '{src}': '{dest}' has {ahead} commit(s) "
+                                     f"since their merge base that '{src}' lacks; use strategy merge or auto")
+    planner = ThreeWayMerge(lakehouse, src, src_commit.id, dest, base, policy, message, author)
+    planner.plan(result)
+    if dry_run:
+        result.status = "dry-run"
+        return result
+    if result.conflicts:
+        result.status = "conflicts"
+        raise errors.MergeConflict(conflict_message(result), report=result)
+    result.commit_id = planner.write()
+    result.status = "merged"
+    return result
+
+
+@dataclass
+class ConflictPolicy:
+    default: str = "abort"
+    per_table: dict[str, str] = field(default_factory=dict)
+
+    @staticmethod
+    def parse(value) -> "ConflictPolicy":
+        if value is None:
+            return ConflictPolicy()
+        if isinstance(value, str):
+            value = {"*": value}
+        if not isinstance(value, dict):
+            raise errors.InvalidArgument(f"on_conflict must be abort, ours, theirs or a mapping of table to one "
+                                         f"of them, not {value!r}")
+        modes = {str(k).lower(): str(v).lower() for k, v in value.items()}
+        wrong = {k: v for k, v in modes.items() if v not in ON_CONFLICT}
+        if wrong:
+            raise errors.InvalidArgument(f"on_conflict {wrong} is not valid: use abort, ours or theirs")
+        return ConflictPolicy(modes.pop("*", "abort"), modes)
+
+    def prefer(self, name: str) -> str | None:
+        mode = self.per_table.get(name.lower(), self.default)
+        return None if mode == "abort" else mode
+
+
+@dataclass
+class TablePlan:
+    state: TableState  # dest's new version (segments and tombstones still to extend with written files)
+    data: DataPlan | None
+    ops: list[tuple[str, dict]]
+    src_schemas: set[str]
+    schema_changed: bool
+
+
+class ThreeWayMerge:
+    def __init__(self, lakehouse: "Lakehouse", src_label: str, src_head: str, dest: str, base: str,
+                 policy: ConflictPolicy, message: str | None, author: str | None):
+        self.lakehouse = lakehouse
+        store = lakehouse.store
+        self.tx = Transaction(lakehouse, dest, message or f"merge {src_label} into {dest}", author,
+                              allow_protected=True)
+        self.tx.merge_parent = src_head
+        self.ns = self.tx.ns
+        self.base = Namespace(store, store.root(base), f"merge base {base[:12]}")
+        self.src = Namespace(store, store.root(src_head), src_label)
+        self.dest = Namespace(store, store.root(self.tx.base_head), dest)
+        self.src_side = side_since(store, src_head, base)
+        self.dest_side = side_since(store, self.tx.base_head, base)
+        self.policy = policy
+        self.tables: dict[str, TablePlan] = {}
+        self.drop_databases: list[str] = []
+        self.result: MergeResult | None = None
+
+    # --------------------------------------------------------------- plan
+    def plan(self, result: MergeResult) -> None:
+        self.result = result
+        self._plan_databases()
+        self._plan_tables()
+        for database_id in self.drop_databases:
+            if any(db == database_id for _, db, _ in self.ns.tables.values()):
+                self._conflict(result, Conflict("database", self.dest.databases[database_id][1], "drop", "create table",
+                                                "CONFLICT", "dest created tables in it"), None)
+            elif database_id in self.ns.databases:
+                self.ns.remove_database(database_id)
+                self.tx._record("database", database_id, self.dest.databases[database_id][1], "drop")
+
+    def _conflict(self, result: MergeResult, conflict: Conflict, prefer: str | None) -> bool:
+        """Report a conflict, or note it as settled; True when it stands (the object is left alone)."""
+        if prefer is None:
+            result.conflicts.append(conflict)
+            return True
+        result.resolved.append(conflict)
+        return False
+
+    @staticmethod
+    def _state(ns: Namespace, kind: str, object_id: str):
+        if kind == "database":
+            return ns.database(object_id) if object_id in ns.databases else None
+        return ns.table(object_id) if object_id in ns.tables else None
+
+    def _plan_databases(self) -> None:
+        result = self.result
+        ids = sorted(set(self.base.databases) | set(self.src.databases) | set(self.dest.databases))
+        for database_id in ids:
+            base, src, dest = (self._state(ns, "database", database_id) for ns in (self.base, self.src, self.dest))
+            prefer = self.policy.prefer(src.name if src else dest.name if dest else "")
+            if base is None:
+                if src is None or dest is not None:
+                    continue
+                clash = self.ns.database_id(src.name, required=False)
+                if clash is not None:
+                    if self._conflict(result, Conflict("database", src.name, "create", "create", "3.1",
+                                                       "same name, different id"), prefer) or prefer == "ours":
+                        continue
+                self.ns.adopt_database(src)
+                self.tx._record("database", database_id, src.name, "create", merged=True)
+                result.outcomes.append(Outcome("database", src.name, "added"))
+                continue
+            src_ops = matrix_ops(self.src_side.database(database_id).ops)
+            dest_ops = matrix_ops(self.dest_side.database(database_id).ops)
+            if not src_ops:
+                continue
+            clashes = []
+            for src_op in sorted(src_ops):
+                for dest_op in sorted(dest_ops):
+                    cell = DATABASE_MATRIX[src_op][dest_op]
+                    if cell == "CONFLICT":
+                        clashes.append((src_op, dest_op, "CONFLICT", ""))
+                    elif cell == "props" and src is not None and dest is not None:
+                        # Both unset a property: the same one on both sides conflicts.
+                        both = (set(base.properties) - set(src.properties)) & (set(base.properties) - set(dest.properties))
+                        if both:
+                            clashes.append((src_op, dest_op, "props", ", ".join(sorted(both))))
+            name = (src or dest or base).name
+            stands = [self._conflict(result, Conflict("database", name, s, d, rule, involved), prefer)
+                      for s, d, rule, involved in clashes]
+            if any(stands) or (clashes and prefer == "ours"):
+                continue
+            if src is None:
+                if dest is not None:
+                    self.drop_databases.append(database_id)
+                    result.outcomes.append(Outcome("database", name, "dropped"))
+                continue
+            if dest is None:
+                continue
+            merged = dest.evolve(name=_three_way(base.name, src.name, dest.name),
+                                 properties=_merge_properties(base.properties, src.properties, dest.properties))
+            if (merged.name, merged.properties) != (dest.name, dest.properties):
+                self.ns.put_database(merged)
+                if merged.name != dest.name:
+                    self.tx._record("database", database_id, merged.name, "modify name", old_name=dest.name)
+                if merged.properties != dest.properties:
+                    self.tx._record("database", database_id, merged.name, "set properties",
+                                    properties=dict(merged.properties))
+                result.outcomes.append(Outcome("database", merged.name, "merged"))
+
+    def _full_name(self, ns: Namespace, state: TableState) -> str:
+        database = ns.databases.get(state.database_id)
+        return f"{database[1] if database else '?'}.{state.name}"
+
+    def _plan_tables(self) -> None:
+        result = self.result
+        ids = sorted(set(self.base.tables) | set(self.src.tables) | set(self.dest.tables))
+        for table_id in ids:
+            base, src, dest = (self._state(ns, "table", table_id) for ns in (self.base, self.src, self.dest))
+            if any(s is not None and s.kind != "table" for s in (base, src, dest)):
+                continue  # only databases and tables merge (SPEC 3)
+            name = (self._full_name(self.src, src) if src else self._full_name(self.dest, dest) if dest
+                    else self._full_name(self.base, base))
+            prefer = self.policy.prefer(name)
+            if base is None:
+                if src is not None and dest is None:
+                    self._add_new_table(src, name, prefer)
+                continue
+            src_changes, dest_changes = self.src_side.table(table_id), self.dest_side.table(table_id)
+            if src is not None and src.version_id == base.version_id:
+                continue  # src left it alone
+            if src is None:
+                if dest is not None:
+                    self.ns.remove_table(table_id)
+                    self.tx._record("table", table_id, name, "drop")
+                    result.outcomes.append(Outcome("table", name, "dropped"))
+                continue
+            if dest is None:
+                dest_name = self._full_name(self.base, base)
+                for op in sorted(matrix_ops(src_changes.ops) - {"drop"}):
+                    self._conflict(result, Conflict("table", dest_name, op, "drop", "CONFLICT"), None)
+                continue
+            if dest.version_id == base.version_id:
+                dest_changes = ObjectChanges()
+            self._plan_table(base, src, dest, src_changes, dest_changes, name, prefer)
+
+    def _add_new_table(self, src: TableState, name: str, prefer: str | None) -> None:
+        result = self.result
+        if src.database_id not in self.ns.databases:
+            self._conflict(result, Conflict("table", name, "create", "drop database", "CONFLICT",
+                                            "its database is not on dest"), None)
+            return
+        clash = self.ns.table_id(f"{self.ns.databases[src.database_id][1]}.{src.name}", required=False)
+        if clash is not None:
+            if self._conflict(result, Conflict("table", name, "create", "create", "3.1", "same name, different id"),
+                              prefer) or prefer == "ours":
+                return
+            self.ns.remove_table(clash)  # theirs: src's table replaces dest's
+            self.tx._record("table", clash, name, "drop")
+        self.ns.adopt_table(src)
+        self.tx._record("table", src.id, name, "create", merged=True)
+        if src.segments:
+            self.tx._record("table", src.id, name, "insert", segments_added=list(src.segments),
+                            tombstones_added=list(src.tombstones))
+        result.outcomes.append(Outcome("table", name, "added"))
+
+    def _plan_table(self, base: TableState, src: TableState, dest: TableState, src_changes: ObjectChanges,
+                    dest_changes: ObjectChanges, name: str, prefer: str | None) -> None:
+        result = self.result
+        primary_key = _three_way(base.primary_key, src.primary_key, dest.primary_key)
+        keyed = bool(primary_key)
+        conflicts: list[Conflict] = []
+        for src_op in sorted(matrix_ops(src_changes.ops)):
+            for dest_op in sorted(matrix_ops(dest_changes.ops)):
+                if keyed and src_op in TABLE_DML and dest_op in TABLE_DML:
+                    continue  # decided per key below
+                rule, involved = self._table_cell(src_op, dest_op, base, src, dest, src_changes, dest_changes)
+                if rule:
+                    conflicts.append(Conflict("table", name, src_op, dest_op, rule, involved))
+        src_wrote = bool(src_changes.ops & {"insert", "update", "overwrite"})
+        dest_wrote = bool(dest_changes.ops & {"insert", "update", "overwrite"})
+        base_schema, src_schema, dest_schema = (self.ns.schema(s.schema_id) for s in (base, src, dest))
+        schema = merge_schemas(name, base_schema, src_schema, dest_schema, src_wrote, dest_wrote, prefer)
+        conflicts += schema.conflicts
+        if prefer is None and conflicts:
+            result.conflicts += conflicts
+            return
+        result.resolved += conflicts
+        if conflicts and prefer == "ours" and not keyed:
+            result.outcomes.append(Outcome("table", name, "kept (ours)"))
+            return
+        # Attributes: a side's change wins over the base; where both changed, src's is replayed last.
+        props = _merge_properties(base.properties, src.properties, dest.properties)
+        partition_by = _three_way(base.partition_by, src.partition_by, dest.partition_by)
+        merged_schema = self._merged_schema(schema.columns, src_schema, dest_schema, dest.id)
+        state = dest.evolve(name=_three_way(base.name, src.name, dest.name),
+                            database_id=_three_way(base.database_id, src.database_id, dest.database_id),
+                            properties=props, partition_by=partition_by, primary_key=primary_key,
+                            schema_id=merged_schema.id)
+        ops: list[tuple[str, dict]] = []
+        if state.name != dest.name or state.database_id != dest.database_id:
+            ops.append(("alter name", {"old_name": self._full_name(self.dest, dest)}))
+        if props != dest.properties:
+            ops.append(("alter properties", {"set": props}))
+        if primary_key != dest.primary_key:
+            ops.append(("alter properties", {"primary_key": list(primary_key)}))
+        if partition_by != dest.partition_by:
+            ops.append(("alter partition", {"partition_by": list(partition_by)}))
+        if merged_schema.id != dest.schema_id:
+            ops.append(("alter column", {"action": "merge"}))
+        data = None
+        src_dml = src_changes.ops & set(TABLE_DML)
+        if src_dml and conflicts and prefer == "theirs" and not keyed:
+            # theirs on a keyless table: src's rows, as they are on src
+            state = state.evolve(segments=src.segments, tombstones=src.tombstones)
+        elif src_dml and not dest_changes.ops & set(TABLE_DML):
+            # dest's rows are the base's: src's version of the data is the merged one, as it is.
+            state = state.evolve(segments=src.segments, tombstones=src.tombstones)
+        elif src_dml:
+            reader = TableReader(self.lakehouse.spark, self.lakehouse.warehouse, self.ns)
+            inputs = TableInputs(name, base, src, dest, src_changes, dest_changes, merged_schema, primary_key)
+            merger = DataMerger(reader, self.ns)
+            data = merger.keyed(inputs, prefer) if keyed else merger.keyless(inputs)
+            if data.conflicts and prefer is None:
+                result.conflicts += data.conflicts
+                return
+            result.resolved += data.conflicts
+            state = state.evolve(segments=tuple(data.keep_segments) + tuple(data.add_segments),
+                                 tombstones=tuple(data.tombstones))
+        if src_dml:
+            for op in sorted(src_dml):
+                ops.append((op, {"segments_added": [s for s in state.segments if s not in dest.segments],
+                                 "segments_removed": [s for s in dest.segments if s not in state.segments],
+                                 "tombstones_added": [t for t in state.tombstones if t not in dest.tombstones],
+                                 "segments_touched": sorted(src_changes.touched.get(op, ()))}))
+        src_schemas = {s.schema_id for s in self.ns.segment_infos([s for s in state.segments
+                                                                   if s not in dest.segments])}
+        src_schemas |= {t.schema_id for t in self.ns.tombstone_infos([t for t in state.tombstones
+                                                                      if t not in dest.tombstones])}
+        self.tables[dest.id] = TablePlan(state, data, ops, src_schemas, merged_schema.id != dest.schema_id)
+        result.outcomes.append(Outcome("table", name, "merged", note=", ".join(o for o, _ in ops)))
+
+    def _table_cell(self, src_op, dest_op, base, src, dest, src_changes, dest_changes) -> tuple[str | None, str]:
+        cell = TABLE_MATRIX[src_op][dest_op]
+        if cell == "CONFLICT":
+            return "CONFLICT", ""
+        if cell == "props":
+            keys = _changed_differently(base.properties, src.properties, dest.properties)
+            if base.primary_key != src.primary_key != dest.primary_key != base.primary_key:
+                keys.append("primary key")
+            return ("props", ", ".join(keys)) if keys else (None, "")
+        if cell == "partition":
+            differs = src.partition_by != dest.partition_by
+            return ("partition", f"{list(src.partition_by)} vs {list(dest.partition_by)}") if differs else (None, "")
+        if cell in ("A1", "A3"):
+            dest_kind = "delete" if cell == "A1" else "update"
+            shared = src_changes.touched.get("update", set()) & dest_changes.touched.get(dest_kind, set())
+            return (cell, "segments " + ", ".join(sorted(shared))) if shared else (None, "")
+        return None, ""  # ok, A2, A4, A5; A6 is the schema merge's
+
+    def _merged_schema(self, columns, src_schema: Schema, dest_schema: Schema, table_id: str) -> Schema:
+        for existing in (dest_schema, src_schema):
+            if tuple(columns) == existing.columns:
+                return existing
+        schema = Schema(uuid.uuid4().hex, tuple(columns))
+        self.ns.add_schema(schema, table_id)
+        return schema
+
+    # -------------------------------------------------------------- write
+    def write(self) -> str:
+        seq = self.lakehouse.store.allocate_seq()
+        writer = self.lakehouse.writer
+        for table_id, plan in self.tables.items():
+            state = plan.state
+            schema = self.ns.schema(state.schema_id)
+            name = self._full_name(self.ns, state) if state.database_id in self.ns.databases else table_id
+            new_segments, new_tombstones = [], []
+            if plan.data is not None and plan.data.new_rows is not None:
+                written = writer.write_segments(state, schema, plan.data.new_rows, seq, plan.data.new_rows_kind,
+                                                fault=self.lakehouse.fault)
+                self.ns.add_segments(written)
+                new_segments = [s.id for s in written]
+            if plan.data is not None and plan.data.doomed is not None:
+                tombstone = writer.write_tombstone(state, schema, plan.data.doomed, seq, fault=self.lakehouse.fault)
+                if tombstone is not None:
+                    self.ns.add_tombstone(tombstone)
+                    new_tombstones = [tombstone.id]
+            history = list(state.schema_history)
+            listed = {entry["schema_id"] for entry in history}
+            # Schema versions src wrote rows under stay readable, out of sight; the merged one is shown.
+            for schema_id in sorted((plan.src_schemas | {self.ns.segment_infos([s])[0].schema_id
+                                                        for s in new_segments}) - listed - {state.schema_id}):
+                history.append({"schema_id": schema_id, "seq": seq, "visible": False})
+            if plan.schema_changed:
+                history.append({"schema_id": state.schema_id, "seq": seq, "visible": True})
+            final = state.evolve(segments=state.segments + tuple(new_segments),
+                                 tombstones=state.tombstones + tuple(new_tombstones), schema_history=tuple(history))
+            self.ns.put_table(final)
+            for op, detail in plan.ops:
+                if op in TABLE_DML:
+                    detail = {**detail, "seq": seq,
+                              "segments_added": detail["segments_added"] + new_segments,
+                              "tombstones_added": detail["tombstones_added"] + new_tombstones}
+                self.tx._record("table", table_id, name, op, merged=True, **detail)
+        return self.tx.commit().id
+
+
+def _three_way(base, src, dest):
+    """src's value if src changed it, else dest's."""
+    return dest if src == base else src
+
+
+def _merge_properties(base: dict, src: dict, dest: dict) -> dict:
+    merged = dict(dest)
+    for key in set(base) | set(src):
+        if src.get(key) == base.get(key):
+            continue
+        if key in src:
+            merged[key] = src[key]
+        else:
+            merged.pop(key, None)
+    return merged
+
+
+def _changed_differently(base: dict, src: dict, dest: dict) -> list[str]:
+    return sorted(k for k in set(src) | set(dest) | set(base)
+                  if src.get(k) != base.get(k) and dest.get(k) != base.get(k) and src.get(k) != dest.get(k))
+

@@ -1,0 +1,116 @@
+"""Three-way merge of one table's columns (SPEC 3.3 rule A6, and 3.5).
+
+Columns are matched by id (or alias), never by position. A column both sides
+added under one name is one column: it keeps dest's id and lists src's as an
+alias, so segments written on either side read into it. Names never
+conflict: src's rename is made at merge time. Types conflict only when
+neither side's type widens to the other (A6.1); a NOT NULL column without a
+default added on one side conflicts when the other side wrote rows (A6.2).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from ..catalog.schema_rules import wider_of
+from ..catalog.state import Column, Schema
+from .report import Conflict
+
+
+@dataclass
+class SchemaMerge:
+    columns: list[Column]
+    conflicts: list[Conflict]
+
+    def differs_from(self, schema: Schema) -> bool:
+        return tuple(self.columns) != schema.columns
+
+
+def merge_schemas(table: str, base: Schema | None, src: Schema, dest: Schema, src_wrote_rows: bool,
+                  dest_wrote_rows: bool, prefer: str | None = None) -> SchemaMerge:
+    """`prefer` ("ours" keeps dest, "theirs" takes src) settles conflicts instead of reporting them."""
+    conflicts: list[Conflict] = []
+    merged: list[Column] = []
+    used_src_ids: set[int] = set()
+
+    def conflict(column: str, rule: str, involved: str) -> bool:
+        """Record a conflict unless `prefer` settles it; True when dest's side wins."""
+        if prefer is None:
+            conflicts.append(Conflict("column", f"{table}.{column}", "alter column", "alter column", rule, involved))
+            return True
+        return prefer == "ours"
+
+    for mine in dest.columns:
+        theirs = src.source_of(mine)
+        original = base.source_of(mine) if base else None
+        if theirs is None and original is not None:
+            continue  # src dropped it
+        if theirs is None:
+            # Added on dest; src may have added the same name (then it is the same column).
+            twin = src.column(mine.name)
+            if twin is not None and (base is None or base.source_of(twin) is None):
+                used_src_ids.add(twin.id)
+                merged.append(_same_column_added_twice(mine, twin, conflict))
+                continue
+            if not mine.nullable and mine.default is None and src_wrote_rows \
+                    and not conflict(mine.name, "A6.2", f"NOT NULL {mine.name} without default"):
+                continue
+            merged.append(mine)
+            continue
+        used_src_ids.add(theirs.id)
+        merged.append(_three_way_column(original, theirs, mine, conflict))
+
+    for theirs in src.columns:
+        if theirs.id in used_src_ids or (base and base.source_of(theirs)) or dest.source_of(theirs):
+            continue
+        if not theirs.nullable and theirs.default is None and dest_wrote_rows \
+                and conflict(theirs.name, "A6.2", f"NOT NULL {theirs.name} without default"):
+            continue
+        merged.append(theirs)
+
+    names: dict[str, Column] = {}
+    for column in merged:
+        clash = names.get(column.name.lower())
+        if clash is not None:
+            conflicts.append(Conflict("column", f"{table}.{column.name}", "alter column", "alter column", "A6",
+                                      f"two different columns would be named {column.name}"))
+        names[column.name.lower()] = column
+    return SchemaMerge(merged, conflicts)
+
+
+def _three_way_column(base: Column | None, src: Column, dest: Column, conflict) -> Column:
+    def pick(attribute: str):
+        ours, theirs = getattr(dest, attribute), getattr(src, attribute)
+        if ours == theirs:
+            return ours
+        if base is None:
+            return theirs
+        original = getattr(base, attribute)
+        if ours == original:
+            return theirs
+        return ours if theirs == original else theirs  # both changed: src's change is replayed last
+
+    result = replace(dest, name=pick("name"), nullable=pick("nullable"), default=pick("default"),
+                     aliases=tuple(sorted(set(dest.aliases) | set(src.aliases) | ({src.id} - {dest.id}))))
+    if src.type_json != dest.type_json:
+        original = base.type_json if base else None
+        if dest.type_json == original:
+            result = replace(result, type_json=src.type_json)
+        elif src.type_json != original:
+            wider = wider_of(src.data_type, dest.data_type)
+            if wider is not None:
+                result = replace(result, type_json=wider.json())
+            elif not conflict(dest.name, "A6.1", f"{src.type} on src, {dest.type} on dest"):
+                result = replace(result, type_json=src.type_json)
+    return result
+
+
+def _same_column_added_twice(dest: Column, src: Column, conflict) -> Column:
+    aliases = tuple(sorted(set(dest.aliases) | set(src.aliases) | {src.id}))
+    result = replace(dest, aliases=aliases)
+    if src.type_json != dest.type_json:
+        wider = wider_of(src.data_type, dest.data_type)
+        if wider is not None:
+            result = replace(result, type_json=wider.json())
+        elif not conflict(dest.name, "A6.1", f"added as {src.type} on src, {dest.type} on dest"):
+            result = replace(result, type_json=src.type_json)
+    return result

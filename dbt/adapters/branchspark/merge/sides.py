@@ -1,0 +1,70 @@
+"""What one side of a merge did since the merge base, from commit metadata alone.
+
+A side is the commits reachable from its head and not from the base. For
+every object it lists the operation kinds (SPEC section 2) and, for tables,
+the segments and tombstones its DML added and the segments it removed or
+touched. Nothing here reads data.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from ..catalog.store import CatalogStore
+
+DML_OPS = {"insert", "delete", "update", "overwrite", "compaction"}
+
+
+@dataclass
+class ObjectChanges:
+    """The operations one side made to one database or table since the base."""
+
+    ops: set[str] = field(default_factory=set)
+    segments_added: list[str] = field(default_factory=list)
+    segments_removed: set[str] = field(default_factory=set)  # by overwrite (compaction keeps rows)
+    tombstones_added: list[str] = field(default_factory=list)
+    touched: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))  # op -> segment groups
+    overwritten_partitions: list[dict] = field(default_factory=list)  # {columns, partitions} per partial overwrite
+    whole_overwrite: bool = False
+
+
+@dataclass
+class Side:
+    head: str
+    commits: list[str]
+    databases: dict[str, ObjectChanges]
+    tables: dict[str, ObjectChanges]
+
+    def table(self, table_id: str) -> ObjectChanges:
+        return self.tables.get(table_id) or ObjectChanges()
+
+    def database(self, database_id: str) -> ObjectChanges:
+        return self.databases.get(database_id) or ObjectChanges()
+
+
+def side_since(store: CatalogStore, head: str, base: str) -> Side:
+    """The commits of `head` not reachable from `base`, oldest first, and what they did."""
+    behind = {c.id for c in store.ancestors(base)}
+    commits = [c for c in store.ancestors(head) if c.id not in behind]
+    commits.reverse()
+    databases: dict[str, ObjectChanges] = defaultdict(ObjectChanges)
+    tables: dict[str, ObjectChanges] = defaultdict(ObjectChanges)
+    for commit in commits:
+        for op in store.operations(commit.id):
+            changes = databases[op.object_id] if op.object_kind == "database" else tables[op.object_id]
+            detail = op.detail or {}
+            if op.op == "alter properties" and "primary_key" in detail:
+                changes.ops.add("alter primary key")
+            changes.ops.add(op.op)
+            changes.segments_added += detail.get("segments_added", [])
+            changes.tombstones_added += detail.get("tombstones_added", [])
+            if op.op in ("update", "delete"):
+                changes.touched[op.op].update(detail.get("segments_touched", []))
+            if op.op == "overwrite":
+                changes.segments_removed.update(detail.get("segments_removed", []))
+                if "partitions" in detail:
+                    changes.overwritten_partitions.append({"columns": detail.get("partition_columns", []),
+                                                           "partitions": detail["partitions"]})
+                else:
+                    changes.whole_overwrite = True
+    return Side(head, [c.id for c in commits], dict(databases), dict(tables))
