@@ -47,3 +47,22 @@ def test_log_graph_shows_a_merge_lane():
                CommitInfo("a2", 3, now, ("a1",), "a", None), CommitInfo("a1", 2, now, ("r",), "a1", None),
                CommitInfo("r", 1, now, (), "root", None)]
     assert commit_graph(commits) == ["*", "| *", "* |", "*", "*"]
+
+
+def test_merge_prints_outcomes_and_a_conflict_table(lh, spark, orders, warehouse):
+    lh.create_branch("dev")
+    lh.create_branch("other")
+    lh.branch("dev").update(orders, "id = 1", {"amount": "1.0"})
+    code, out = run(warehouse, "merge", "dev", "--into", "other", "--dry-run")
+    assert code == 0 and "dry-run" in out and "shop.orders" in out
+    assert lh.get_branch("other").head == lh.get_branch("main").head
+    code, out = run(warehouse, "merge", "dev", "--into", "other")
+    assert code == 0 and "merge dev into other: merged" in out
+    assert sorted(r.amount for r in lh.read(orders, "other").collect()) == [1.0, 20.0, 30.0, 40.0, 50.0]
+    lh.branch("main").update(orders, "id = 2", {"amount": "2.0"})
+    head = lh.get_branch("main").head
+    code, out = run(warehouse, "merge", "dev", "--into", "main")
+    assert code == 1 and lh.get_branch("main").head == head
+    table, error = out.rsplit("\n", 2)[0], out.strip().splitlines()[-1]
+    assert "conflicts" in table and "A3" in table and "update" in table
+    assert error.startswith("error: merge of 'dev' into 'main' stopped with 1 conflict(s), nothing changed")

@@ -192,6 +192,10 @@ class BranchSparkConnectionManager(SparkConnectionManager):
             spark = spark_session(config, remote_url=creds.method if creds.is_remote else "")
             lakehouse = open_lakehouse(spark, creds.resolved_warehouse(), creds.catalog)
             ensure_branch(lakehouse, creds.branch, creds.create_branch_from)
+            for name in creds.protected_branches:
+                if lakehouse.branch_exists(name) and not lakehouse.get_branch(name).protected:
+                    lakehouse.protect_branch(name)
+            refuse_protected_builds(lakehouse, creds.branch)
             branch_session = BranchSession(spark, lakehouse, creds.branch)
             branch_session.expose_branch()
         except Exception as exc:
@@ -215,6 +219,26 @@ def ensure_branch(lakehouse, branch: str, create_from: Optional[str]) -> None:
     except Exception:
         if not lakehouse.branch_exists(branch):  # else another process created it meanwhile: fine
             raise
+
+
+# dbt commands that build relations; on a protected branch they fail before building anything.
+BUILDING_COMMANDS = {"run", "build", "seed", "snapshot", "clone", "retry"}
+
+
+def refuse_protected_builds(lakehouse, branch: str) -> None:
+    try:
+        from dbt.flags import get_flags
+
+        command = getattr(get_flags(), "WHICH", None)
+    except Exception:  # no dbt invocation (the adapter used as a library)
+        command = None
+    if command in BUILDING_COMMANDS and lakehouse.get_branch(branch).protected:
+        from dbt.adapters.branchspark.errors import BranchsparkError
+
+        raise BranchsparkError(
+            f"branch '{branch}' is protected and only changes by merge, so `dbt {command}` against it would "
+            f"build nothing: target a feature branch, then `dbt run-operation merge_branch --args "
+            f"'{{src: <feature>, dest: {branch}}}'`")
 
 
 def error_line(exc: BaseException) -> str:

@@ -2,7 +2,7 @@
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from dbt.adapters.spark.connections import SparkCredentials
 from dbt_common.exceptions import DbtRuntimeError
@@ -25,6 +25,8 @@ class BranchSparkCredentials(SparkCredentials):
     spark_config: Dict[str, Any] = field(default_factory=dict)
     # Create `branch` from this branch when it does not exist yet.
     create_branch_from: Optional[str] = None
+    # Branches that change only by merge (e.g. [main]); marked protected in the catalog on connect.
+    protected_branches: List[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.schema is None:
@@ -46,6 +48,9 @@ class BranchSparkCredentials(SparkCredentials):
         if not self.branch:
             raise DbtRuntimeError("branch: must name a catalog branch (e.g. main)")
         self.spark_config = {str(k): str(v) for k, v in (self.spark_config or {}).items()}
+        if isinstance(self.protected_branches, str):
+            self.protected_branches = [self.protected_branches]
+        self.protected_branches = [str(b) for b in (self.protected_branches or [])]
         self.server_side_parameters = {str(k): str(v) for k, v in self.server_side_parameters.items()}
 
     @property
@@ -61,7 +66,7 @@ class BranchSparkCredentials(SparkCredentials):
         return self.method.startswith(CONNECT_URL_PREFIX)
 
     def _connection_keys(self) -> Tuple[str, ...]:
-        return ("method", "branch", "catalog", "warehouse", "schema", "create_branch_from")
+        return ("method", "branch", "catalog", "warehouse", "schema", "create_branch_from", "protected_branches")
 
     def resolved_warehouse(self) -> str:
         """Absolute warehouse location: URIs as given, paths relative to the project dir."""

@@ -15,6 +15,7 @@ from .. import errors
 from ..lakehouse import Lakehouse
 from .changes_cmd import changes
 from .graph import commit_graph
+from .merge_cmd import merge
 from .output import console
 
 
@@ -166,6 +167,7 @@ def gc(obj: Context, grace, dry_run):
 
 
 cli.add_command(changes)
+cli.add_command(merge)
 
 
 def _safe_url(url: str) -> str:

@@ -31,3 +31,10 @@
   {{ print("commits on branch " ~ branch ~ " (newest first)") }}
   {{ print(adapter.table_text(commits)) }}
 {% endmacro %}
+
+{#- MERGE BRANCH src TO dest (SPEC section 3): dest defaults to the target's branch.
+    --args '{src: dev, dest: main, strategy: merge|fast_forward|auto, on_conflict: abort|ours|theirs
+             (or {table: mode}), dry_run: true}' -#}
+{% macro merge_branch(src=none, dest=none, strategy='merge', on_conflict='abort', dry_run=false, message=none) %}
+  {{ print(adapter.merge_branch(src, dest or target.branch, strategy, on_conflict, dry_run, message)) }}
+{% endmacro %}
