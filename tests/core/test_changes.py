@@ -139,19 +139,35 @@ def test_partition_overwrite_changes_only_that_partition(lh, spark):
     assert_replays(lh, "shop.sales", start, "main")
 
 
-def test_a_merge_like_commit_reports_exactly_what_it_changed(lh, spark, orders):
-    # TODO(merge): use merge_branch once dbt/adapters/branchspark/merge exists; restore_branch is
-    # the closest thing: one commit on main that takes dev's state, with its own delta.
+def test_a_merge_commit_reports_exactly_what_the_merge_changed(lh, spark, orders):
     lh.create_branch("dev")
     lh.branch("main").delete(orders, "id = 1")
+    lh.branch("main").update(orders, "id = 3", {"amount": "33.0"})
     dev = lh.branch("dev")
-    dev.delete(orders, "id in (1, 2)")  # row 1 deleted on both sides
+    dev.delete(orders, "id in (1, 2)")  # row 1 deleted on both sides: main reports only row 2 (A2)
     dev.insert(orders, df(spark, [(7, 70.0)]))
     before = head(lh)
-    lh.restore_branch("main", "dev")
+    lh.merge("dev", "main")
     got = sorted(r[:3] for r in summary(table_changes(lh, orders, before, "main")))
     assert got == [("delete", 2, 20.0), ("insert", 7, 70.0)]
     assert_replays(lh, orders, before, "main")
+    # Across the merge, on dev's side of it: main's own changes arrive when main merges into dev.
+    dev_before = head(lh, "dev")
+    lh.merge("main", "dev")
+    got = sorted(r[:3] for r in summary(table_changes(lh, orders, dev_before, "dev")))
+    assert got == [("delete", 3, 30.0), ("insert", 3, 33.0)]
+    assert_replays(lh, orders, dev_before, "dev")
+
+
+def test_a_keyed_merge_reports_an_update_as_delete_and_insert(lh, spark, keyed):
+    lh.create_branch("dev")
+    lh.branch("dev").update(keyed, "id = 2", {"amount": "amount + 1"})
+    lh.branch("main").update(keyed, "id = 3", {"amount": "0"})
+    before = head(lh)
+    lh.merge("dev", "main")
+    got = [r[:3] for r in summary(table_changes(lh, keyed, before, "main"))]
+    assert got == [("delete", 2, 20.0), ("insert", 2, 21.0)]
+    assert_replays(lh, keyed, before, "main")
 
 
 # ---------------------------------------------------------------- schema and table life

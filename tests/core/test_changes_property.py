@@ -1,10 +1,10 @@
 """Property: replaying the changes between any two versions on the table at `from` gives the table at `to`.
 
 Random short histories of inserts, deletes, updates, upserts, overwrites, compactions and
-restores on a tiny table (with and without a primary key); rows compare as multisets, so for
-a keyless table only the multiset of images matters, not which duplicate a delete removes.
-TODO(merge): add merge_branch steps once dbt/adapters/branchspark/merge exists; restore_table
-stands in for a commit that swaps segments and tombstones wholesale.
+restores on a tiny table (with and without a primary key), and merges into it of a branch made
+from an earlier version that did a few operations of its own (conflicts settled with `theirs`);
+rows compare as multisets, so for a keyless table only the multiset of images matters, not which
+duplicate a delete removes.
 """
 import itertools
 import shutil
@@ -29,11 +29,21 @@ operations = st.one_of(
     st.tuples(st.just("compact"), st.none()),
     st.tuples(st.just("restore"), st.integers(0, 10)),
 )
+side_operations = st.one_of(
+    st.tuples(st.just("insert"), st.lists(st.integers(0, 3), min_size=1, max_size=2)),
+    st.tuples(st.just("delete"), st.integers(0, 3)),
+    st.tuples(st.just("update"), st.integers(0, 3)),
+    st.tuples(st.just("compact"), st.none()),
+)
+operations = st.one_of(operations, st.tuples(st.just("merge"), st.tuples(st.integers(0, 10),
+                                                                        st.lists(side_operations, min_size=1,
+                                                                                 max_size=2))))
 
 
-def apply(lh, spark, keyed: bool, operation, versions: list[str], fresh: itertools.count) -> None:
+def apply(lh, spark, keyed: bool, operation, versions: list[str], fresh: itertools.count,
+          branch: str = "main") -> None:
     kind, arg = operation
-    b = lh.branch("main")
+    b = lh.branch(branch)
     if kind == "insert":
         ids = [next(fresh) for _ in arg] if keyed else arg  # keyless tables may hold duplicates
         b.insert(TABLE, spark.createDataFrame([(i, float(i)) for i in ids], SCHEMA))
@@ -50,6 +60,13 @@ def apply(lh, spark, keyed: bool, operation, versions: list[str], fresh: itertoo
         b.compact(TABLE)
     elif kind == "restore":
         lh.restore_table("main", TABLE, versions[arg % len(versions)])
+    elif kind == "merge":
+        start, side_history = arg
+        side = f"side{len(versions)}"
+        lh.create_branch(side, versions[start % len(versions)])
+        for side_operation in side_history:
+            apply(lh, spark, keyed, side_operation, versions, fresh, branch=side)
+        lh.merge(side, "main", on_conflict="theirs")
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))

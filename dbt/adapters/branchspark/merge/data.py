@@ -65,6 +65,11 @@ class DataPlan:
     doomed: DataFrame | None = None  # written as one tombstone at the merge's sequence
     tombstones: list[str] = field(default_factory=list)
     conflicts: list[Conflict] = field(default_factory=list)
+    cached: list[DataFrame] = field(default_factory=list)  # change-sized frames shared by several jobs
+
+    def release(self) -> None:
+        for frame in self.cached:
+            frame.unpersist()
 
 
 class DataMerger:
@@ -190,9 +195,12 @@ class DataMerger:
         columns = [c.name for c in inputs.schema.columns]
         src_rows, src_deleted, src_keys = self._side_keys(inputs, inputs.src, inputs.src_changes)
         dest_rows, dest_deleted, dest_keys = self._side_keys(inputs, inputs.dest, inputs.dest_changes)
+        base_rows = self._base_images(inputs, [src_deleted, dest_deleted])
+        # Each is read once, then shared by the conflict check and both writes (they are change-sized).
+        cached = [frame.cache() for frame in (src_rows, dest_rows, src_keys, dest_keys, base_rows)]
+        src_rows, dest_rows, src_keys, dest_keys, base_rows = cached
         both = src_keys.join(dest_keys, keys, "inner")
         src_only = src_keys.join(dest_keys, keys, "left_anti")
-        base_rows = self._base_images(inputs, [src_deleted, dest_deleted])
 
         def tagged(rows: DataFrame, prefix: str) -> DataFrame:
             return rows.select(*[F.col(quote(k)) for k in keys], F.lit(True).alias(f"{prefix}_present"),
@@ -211,10 +219,11 @@ class DataMerger:
                 .when(s_in != d_in, F.lit("3.4 update/delete"))
                 .when(~b_in, F.lit("3.4 insert"))
                 .when(cell_clash, F.lit("3.4 cells")))
-        decided = three.withColumn("_bs_rule", rule)
-        plan = DataPlan(keep_segments=list(inputs.dest.segments), tombstones=list(inputs.dest.tombstones))
+        decided = three.withColumn("_bs_rule", rule).cache()
+        plan = DataPlan(keep_segments=list(inputs.dest.segments), tombstones=list(inputs.dest.tombstones),
+                        cached=cached + [decided])
         # Reported even when `prefer` settles them, so a merge says what it decided.
-        clashes = decided.filter(F.col("_bs_rule").isNotNull()).cache()
+        clashes = decided.filter(F.col("_bs_rule").isNotNull())
         count = clashes.count()
         if count:
             shown = clashes.select(*[quote(k) for k in keys], "_bs_rule").limit(_SHOWN_KEYS).collect()
@@ -223,7 +232,6 @@ class DataMerger:
                 more = f" (+{count - len(shown)} more keys)" if count > len(shown) else ""
                 plan.conflicts.append(Conflict("table", inputs.name, _ops(inputs.src_changes),
                                                _ops(inputs.dest_changes), rule_name, "; ".join(listed) + more))
-        clashes.unpersist()
         winner_present = s_in if prefer != "ours" else d_in
         # Cell by cell: a column only one side changed takes that side's value; else the preferred side.
         merged_values = [

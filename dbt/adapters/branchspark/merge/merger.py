@@ -65,9 +65,11 @@ def merge_branch(lakehouse: "Lakehouse", src: str, dest: str = "main", *, strate
     planner.plan(result)
     if dry_run:
         result.status = "dry-run"
+        planner.release()
         return result
     if result.conflicts:
         result.status = "conflicts"
+        planner.release()
         raise errors.MergeConflict(conflict_message(result), report=result)
     result.commit_id = planner.write()
     result.status = "merged"
@@ -368,6 +370,11 @@ class ThreeWayMerge:
         self.ns.add_schema(schema, table_id)
         return schema
 
+    def release(self) -> None:
+        for plan in self.tables.values():
+            if plan.data is not None:
+                plan.data.release()
+
     # -------------------------------------------------------------- write
     def write(self) -> str:
         seq = self.lakehouse.store.allocate_seq()
@@ -398,6 +405,8 @@ class ThreeWayMerge:
             final = state.evolve(segments=state.segments + tuple(new_segments),
                                  tombstones=state.tombstones + tuple(new_tombstones), schema_history=tuple(history))
             self.ns.put_table(final)
+            if plan.data is not None:
+                plan.data.release()
             for op, detail in plan.ops:
                 if op in TABLE_DML:
                     detail = {**detail, "seq": seq,
