@@ -191,37 +191,47 @@ class DataMerger:
 
     # --------------------------------------------------------------- keyed
     def keyed(self, inputs: TableInputs, prefer: str | None) -> DataPlan:
+        """Per key, from one shuffle: every changed row and deleted image of both sides, grouped by key."""
         keys = list(inputs.primary_key)
-        columns = [c.name for c in inputs.schema.columns]
-        src_rows, src_deleted, src_keys = self._side_keys(inputs, inputs.src, inputs.src_changes)
-        dest_rows, dest_deleted, dest_keys = self._side_keys(inputs, inputs.dest, inputs.dest_changes)
-        base_rows = self._base_images(inputs, [src_deleted, dest_deleted])
-        # Each is read once, then shared by the conflict check and both writes (they are change-sized).
-        cached = [frame.cache() for frame in (src_rows, dest_rows, src_keys, dest_keys, base_rows)]
-        src_rows, dest_rows, src_keys, dest_keys, base_rows = cached
-        both = src_keys.join(dest_keys, keys, "inner")
-        src_only = src_keys.join(dest_keys, keys, "left_anti")
+        values = [c.name for c in inputs.schema.columns if c.name not in keys]
+        row_columns = _tombstone_columns(inputs)
+        written = self._added_groups(inputs, inputs.src_changes) | self._added_groups(inputs, inputs.dest_changes)
+        parts = []
+        for side, state, changes in (("s", inputs.src, inputs.src_changes), ("d", inputs.dest, inputs.dest_changes)):
+            live, gone = self._side_changes(inputs, state, changes)
+            parts.append(_tagged(live, keys, row_columns, side, "row", F.lit(False)))
+            if gone is not None:
+                # A deleted image of a row older than both sides' writes is the base row of its key.
+                older = ~self._origin().isin(sorted(written)) if written else F.lit(True)
+                parts.append(_tagged(gone, keys, row_columns, side, "gone", older))
+        events = reduce(DataFrame.unionByName, parts)
+        row_of = lambda condition: F.first(F.when(condition, F.col("_bs_row")), ignorenulls=True)  # noqa: E731
+        grouped = (events.groupBy(*[quote(k) for k in keys]).agg(
+            row_of((F.col("_bs_side") == "s") & (F.col("_bs_kind") == "row")).alias("s"),
+            row_of((F.col("_bs_side") == "d") & (F.col("_bs_kind") == "row")).alias("d"),
+            row_of(F.col("_bs_base")).alias("b"),
+            F.max(F.col("_bs_side") == "s").alias("s_touched"),
+            F.max(F.col("_bs_side") == "d").alias("d_touched"))
+            .filter("s_touched"))  # keys only dest changed stay as dest has them
+        s_in, d_in, b_in = (F.col(p).isNotNull() for p in "sdb")
+        both = F.col("d_touched")
 
-        def tagged(rows: DataFrame, prefix: str) -> DataFrame:
-            return rows.select(*[F.col(quote(k)) for k in keys], F.lit(True).alias(f"{prefix}_present"),
-                               *[F.col(quote(c)).alias(f"{prefix}__{c}") for c in columns if c not in keys])
+        def cell(side: str, column: str):
+            return F.col(side)[column]
 
-        three = (both.join(tagged(src_rows, "s"), keys, "left").join(tagged(dest_rows, "d"), keys, "left")
-                 .join(tagged(base_rows, "b"), keys, "left"))
-        values = [c for c in columns if c not in keys]
-        s_in, d_in, b_in = (F.coalesce(F.col(f"{p}_present"), F.lit(False)) for p in "sdb")
-        same = reduce(lambda a, b: a & b, [F.col(f"s__{c}").eqNullSafe(F.col(f"d__{c}")) for c in values], F.lit(True))
+        same = reduce(lambda a, b: a & b, [cell("s", c).eqNullSafe(cell("d", c)) for c in values], F.lit(True))
         cell_clash = reduce(lambda a, b: a | b, [
-            ~F.col(f"s__{c}").eqNullSafe(F.col(f"b__{c}")) & ~F.col(f"d__{c}").eqNullSafe(F.col(f"b__{c}"))
-            & ~F.col(f"s__{c}").eqNullSafe(F.col(f"d__{c}")) for c in values], F.lit(False))
-        rule = (F.when(~s_in & ~d_in, F.lit(None))
+            ~cell("s", c).eqNullSafe(cell("b", c)) & ~cell("d", c).eqNullSafe(cell("b", c))
+            & ~cell("s", c).eqNullSafe(cell("d", c)) for c in values], F.lit(False))
+        rule = (F.when(~both, F.lit(None))
+                .when(~s_in & ~d_in, F.lit(None))
                 .when(s_in & d_in & same, F.lit(None))
                 .when(s_in != d_in, F.lit("3.4 update/delete"))
                 .when(~b_in, F.lit("3.4 insert"))
                 .when(cell_clash, F.lit("3.4 cells")))
-        decided = three.withColumn("_bs_rule", rule).cache()
+        decided = grouped.withColumn("_bs_rule", rule).cache()
         plan = DataPlan(keep_segments=list(inputs.dest.segments), tombstones=list(inputs.dest.tombstones),
-                        cached=cached + [decided])
+                        cached=[decided])
         # Reported even when `prefer` settles them, so a merge says what it decided.
         clashes = decided.filter(F.col("_bs_rule").isNotNull())
         count = clashes.count()
@@ -232,33 +242,37 @@ class DataMerger:
                 more = f" (+{count - len(shown)} more keys)" if count > len(shown) else ""
                 plan.conflicts.append(Conflict("table", inputs.name, _ops(inputs.src_changes),
                                                _ops(inputs.dest_changes), rule_name, "; ".join(listed) + more))
-        winner_present = s_in if prefer != "ours" else d_in
-        # Cell by cell: a column only one side changed takes that side's value; else the preferred side.
-        merged_values = [
-            F.when(b_in & F.col(f"s__{c}").eqNullSafe(F.col(f"b__{c}")), F.col(f"d__{c}"))
-            .when(b_in & F.col(f"d__{c}").eqNullSafe(F.col(f"b__{c}")), F.col(f"s__{c}"))
-            .otherwise(F.col(f"d__{c}") if prefer == "ours" else F.col(f"s__{c}")) for c in values]
-        clean = decided.filter(F.col("_bs_rule").isNull() & s_in & d_in).select(
-            *[F.col(quote(k)) for k in keys], *[v.alias(c) for v, c in zip(merged_values, values)])
-        # A settled conflict takes the preferred side's row; a cell clash still merges the other cells.
-        cells = F.col("_bs_rule") == "3.4 cells"
-        settled = decided.filter(F.col("_bs_rule").isNotNull() & winner_present).select(
-            *[F.col(quote(k)) for k in keys],
-            *[(F.col(f"d__{c}") if prefer == "ours" else F.when(cells, merged_values[i]).otherwise(F.col(f"s__{c}")))
-              .alias(c) for i, c in enumerate(values)])
-        both_rows = clean.unionByName(settled) if prefer else clean
-        only_rows = src_rows.join(src_only, keys, "left_semi").select(*[quote(c) for c in columns])
-        plan.new_rows = only_rows.unionByName(both_rows.select(*[quote(c) for c in columns]))
-        # Doomed on dest: the current row of every key src changed (the base row for keys only src changed).
-        dest_current = dest_rows.join(both, keys, "left_semi")
-        base_current = base_rows.join(src_only, keys, "left_semi").join(dest_keys, keys, "left_anti")
-        wanted = _tombstone_columns(inputs)
-        plan.doomed = dest_current.select(*wanted).unionByName(base_current.select(*wanted))
+        clash = F.col("_bs_rule").isNotNull()
+        ours = prefer == "ours"
+
+        def merged_value(column: str):
+            """A column only one side changed takes that side's value; else the preferred side's."""
+            return (F.when(b_in & cell("s", column).eqNullSafe(cell("b", column)), cell("d", column))
+                    .when(b_in & cell("d", column).eqNullSafe(cell("b", column)), cell("s", column))
+                    .otherwise(cell("d", column) if ours else cell("s", column)))
+
+        def new_value(column: str):
+            if column in keys:
+                return F.col(quote(column))
+            settled = cell("d", column) if ours else F.when(F.col("_bs_rule") == "3.4 cells",
+                                                            merged_value(column)).otherwise(cell("s", column))
+            return (F.when(~both, cell("s", column))
+                    .when(clash, settled)
+                    .otherwise(merged_value(column)))
+
+        winner_in = d_in if ours else s_in
+        has_new_row = (~both & s_in) | (both & ~clash & s_in & d_in) | (both & clash & winner_in)
+        plan.new_rows = decided.filter(has_new_row).select(
+            *[new_value(c.name).alias(c.name) for c in inputs.schema.columns])
+        # Doomed on dest: the row dest holds for every key the merge rewrites (the base row where only
+        # src changed the key, dest's own row where both did).
+        current = F.when(both, F.col("d")).otherwise(F.col("b"))
+        plan.doomed = decided.filter(F.when(both, d_in).otherwise(b_in)).select(
+            *[current[c].alias(c) for c in row_columns])
         return plan
 
-    def _side_keys(self, inputs: TableInputs, state: TableState, changes: ObjectChanges):
-        """(live new rows, deleted images, every key the side changed) of one side since the base."""
-        keys = [quote(k) for k in inputs.primary_key]
+    def _side_changes(self, inputs: TableInputs, state: TableState, changes: ObjectChanges):
+        """(live rows the side wrote, images of rows it deleted) since the base."""
         rows = self._new_rows(inputs, state, self._added_groups(inputs, changes))
         deleted = self._deleted_rows(inputs, state, changes)
         removed = [s for s in changes.segments_removed if s in set(inputs.base.segments)]
@@ -266,22 +280,12 @@ class DataMerger:
             # An overwrite deleted the base rows it replaced, key by key.
             gone = self._read(inputs, inputs.base, removed)
             deleted = gone if deleted is None else deleted.select(*gone.columns).unionByName(gone)
-        touched = rows.select(*keys)
-        if deleted is not None:
-            touched = touched.unionByName(deleted.select(*keys))
-        return rows, deleted, touched.distinct()
+        return rows, deleted
 
-    def _base_images(self, inputs: TableInputs, deleted: list[DataFrame | None]) -> DataFrame:
-        """Base rows of the keys the sides deleted or replaced: the images their tombstones hold, from
-        rows older than either side's own writes."""
-        written = self._added_groups(inputs, inputs.src_changes) | self._added_groups(inputs, inputs.dest_changes)
-        parts = [d.select(*_tombstone_columns(inputs)) for d in deleted if d is not None]
-        if not parts:
-            return self._read(inputs, inputs.base, []).select(*_tombstone_columns(inputs))
-        images = reduce(DataFrame.unionByName, parts)
-        if written:
-            images = images.filter(~self._origin().isin(sorted(written)))
-        return images.dropDuplicates(list(inputs.primary_key))
+
+def _tagged(frame: DataFrame, keys: list[str], row_columns: list[str], side: str, kind: str, base) -> DataFrame:
+    return frame.select(*[F.col(quote(k)) for k in keys], F.lit(side).alias("_bs_side"), F.lit(kind).alias("_bs_kind"),
+                        base.alias("_bs_base"), F.struct(*[F.col(quote(c)) for c in row_columns]).alias("_bs_row"))
 
 
 def _tombstone_columns(inputs: TableInputs) -> list[str]:
