@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export PYSPARK_PYTHON := $(abspath $(PY))
 
-.PHONY: install test demo bench
+.PHONY: install test demo bench bench-dbt
 
 $(VENV)/.installed: setup.py
 	python3 -m venv $(VENV)
@@ -21,3 +21,7 @@ demo: install
 
 bench: install
 	$(PY) bench/branch_create.py
+
+# the sample dbt project on branchspark against plain dbt-spark (parquet); several minutes
+bench-dbt: install
+	$(PY) bench/dbt_run.py

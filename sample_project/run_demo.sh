@@ -28,7 +28,12 @@ step "3. a change only dev sees: two late orders, merged into fct_orders on its 
 "$DBT" "${quiet[@]}" run-operation add_late_orders --target dev
 "$DBT" run --target dev --select fct_orders
 
-step "4. what dev has that main has not"
+step "4. the changes of fct_orders on dev (CDC): per commit since dev left main, then consumed by an incremental model"
+"$DBT" "${quiet[@]}" run-operation branch_changes --args '{table: shop.fct_orders, from: main, to: dev, limit: 5}' --target dev
+"$DBT" run --target dev --select fct_order_changes
+"$DBT" "${quiet[@]}" show --target dev --limit 20 --inline "select change_type, order_id, status, amount, substr(commit_id, 1, 12) as commit_id from {{ ref('fct_order_changes') }} order by committed_at, order_id"
+
+step "5. what dev has that main has not"
 "$DBT" "${quiet[@]}" run-operation list_branches --target main
 "$DBT" "${quiet[@]}" run-operation branch_log --args '{branch: dev, limit: 20}' --target dev
 "$DBT" "${quiet[@]}" run-operation branch_log --args '{branch: main}' --target main

@@ -406,6 +406,79 @@ class BranchSparkAdapter(SparkAdapter):
             rows.append([str(commit.id)[:12], _time_text(commit.ts), commit.message or "", operations])
         return table_from_rows(rows, ["commit", "time", "message", "operations"])
 
+    @available
+    def merge_branch(self, src: str, dest: Optional[str] = None, strategy: str = "merge", on_conflict="abort",
+                     dry_run: bool = False, message: Optional[str] = None) -> str:
+        """MERGE BRANCH src TO dest (default: the target's branch); returns the report dbt prints."""
+        from dbt.adapters.branchspark.branch_session import _author
+        from dbt.adapters.branchspark.merge_operation import run_merge
+
+        session = self._handle().branch_session
+        dest = dest or self.config.credentials.branch
+        if not src:
+            raise DbtRuntimeError("merge_branch needs src: --args '{src: dev, dest: main}'")
+        text = run_merge(session.lakehouse, str(src), str(dest), str(strategy), on_conflict, dry_run, message,
+                         _author())
+        if dest == session.branch:
+            session.expose_branch()  # this run now reads the merged branch
+        return text
+
+    # ---- changes (CDC) ------------------------------------------------------------------
+    # changes_relation is imported on use: it loads the core (catalog, SQLAlchemy), which
+    # `dbt parse` and `dbt --version` never need.
+    def _changes_table(self, table) -> str:
+        """The catalog name of a relation (ref, source, this) or of a 'schema.table' string."""
+        if hasattr(table, "identifier") and hasattr(table, "schema"):
+            return self._core_name(table)
+        text = str(table or "").replace("`", "").strip()
+        if not text:
+            raise DbtRuntimeError("branch_changes needs a table: a relation (ref('x')) or 'schema.table'")
+        if "." not in text:  # a bare name is in the target's schema, as models are
+            text = f"{self.config.credentials.schema}.{text}"
+        return text.lower()
+
+    def _changes_request(self, table, from_version, to, branch, net):
+        from dbt.adapters.branchspark.changes_relation import make_request
+
+        lakehouse = self._handle().branch_session.lakehouse
+        return make_request(lakehouse, self._changes_table(table), from_version, to, branch, net,
+                            self.config.credentials.branch)
+
+    @available.parse_none
+    def branch_changes_relation(self, table, from_version=None, to=None, branch=None, net=False):
+        """A session relation over `table`'s changes from `from_version` to `to` (macro `branch_changes`)."""
+        from dbt.adapters.branchspark.changes_relation import register_view
+
+        session = self._handle().branch_session
+
+        def run():
+            request = self._changes_request(table, from_version, to, branch, net)
+            name = register_view(session.spark, session.lakehouse, request, limit=getattr(table, "limit", None))
+            return self.Relation.create(identifier=name, type=RelationType.View)
+
+        return self._run("branch_changes", run)
+
+    @available.parse_none
+    def branch_last_change_commit(self, relation) -> Optional[str]:
+        """The commit that last changed `relation` on the target branch (an incremental model's last build)."""
+        from dbt.adapters.branchspark.changes_relation import last_change_commit
+
+        lakehouse = self._handle().branch_session.lakehouse
+        name = self._changes_table(relation)
+        return self._run("branch_changes", lambda: last_change_commit(lakehouse, self.config.credentials.branch, name))
+
+    @available.parse_none
+    def branch_changes_summary(self, table, from_version=None, to=None, branch=None, net=False, limit=10) -> str:
+        """What run-operation branch_changes prints: a title, counts per commit, the first changes."""
+        from dbt.adapters.branchspark.changes_relation import summarize
+
+        lakehouse = self._handle().branch_session.lakehouse
+
+        def run():
+            return summarize(lakehouse, self._changes_request(table, from_version, to, branch, net), int(limit))
+
+        return self._run("branch_changes", run).text()
+
 
 def _time_text(value) -> str:
     if value is None:
