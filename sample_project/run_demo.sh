@@ -38,6 +38,17 @@ step "5. what dev has that main has not"
 "$DBT" "${quiet[@]}" run-operation branch_log --args '{branch: dev, limit: 20}' --target dev
 "$DBT" "${quiet[@]}" run-operation branch_log --args '{branch: main}' --target main
 "$DBT" "${quiet[@]}" show --target dev --inline "select status, count(*) as orders, sum(amount) as amount from {{ ref('fct_orders') }} group by status order by status"
-if ! "$DBT" "${quiet[@]}" show --target main --inline "select count(*) as orders from {{ ref('fct_orders') }}" >/dev/null 2>&1; then
-  echo "main has no fct_orders (dbt show on main fails: table not found): dev's commits never touched main"
+if ! "$DBT" "${quiet[@]}" show --target main --inline "select count(*) as orders from {{ ref('fct_orders') }}" 2>/dev/null; then
+  echo "main has no fct_orders yet (dbt show on main fails: table not found): dev's commits never touched main"
 fi
+
+step "6. publish: main is protected (profiles.yml: protected_branches), so a build against it is refused"
+if "$DBT" "${quiet[@]}" run --target main --select dim_customers; then
+  echo "unexpected: dbt run against protected main succeeded"; exit 1
+fi
+
+step "7. merge dev into main: a dry run, then one merge commit with both parents"
+"$DBT" "${quiet[@]}" run-operation merge_branch --args '{src: dev, dry_run: true}' --target main
+"$DBT" "${quiet[@]}" run-operation merge_branch --args '{src: dev}' --target main
+"$DBT" "${quiet[@]}" run-operation branch_log --args '{branch: main, limit: 3}' --target main
+"$DBT" "${quiet[@]}" show --target main --inline "select status, count(*) as orders, sum(amount) as amount from {{ ref('fct_orders') }} group by status order by status"
