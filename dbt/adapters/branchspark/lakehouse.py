@@ -232,13 +232,36 @@ class Lakehouse:
                     allow_protected: bool = False) -> Transaction:
         return Transaction(self, branch, message=message, author=author, allow_protected=allow_protected)
 
-    def merge(self, src: str, into: str = MAIN, *, strategy: str = "merge", on_conflict="abort",
-              dry_run: bool = False, message: str | None = None, author: str | None = None):
-        """MERGE BRANCH src TO into (SPEC 3): one merge commit on `into`; see merge/merger.py."""
+    def merge(self, src: str | None, into: str = MAIN, *, strategy: str = "merge", on_conflict="abort",
+              dry_run: bool = False, message: str | None = None, author: str | None = None, drivers=None,
+              continue_: bool = False):
+        """MERGE BRANCH src TO into (SPEC 3): one merge commit on `into`; see merge/merger.py.
+        Paused merges, drivers and rebase: docs/interactive-merge.md."""
         from .merge.merger import merge_branch
 
         return merge_branch(self, src, into, strategy=strategy, on_conflict=on_conflict, dry_run=dry_run,
-                            message=message, author=author)
+                            message=message, author=author, drivers=drivers, continue_=continue_)
+
+    def merge_status(self, dest: str = MAIN) -> dict:
+        from .merge.interactive import status
+
+        return status(self, dest)
+
+    def resolve_conflicts(self, dest: str = MAIN, table: str | None = None, *, take: str | None = None,
+                          where: str | None = None, set: dict | None = None) -> dict:
+        from .merge.interactive import resolve
+
+        return resolve(self, dest, table, take=take, where=where, set=set)
+
+    def conflict_views(self, dest: str = MAIN) -> dict[str, str]:
+        from .merge.interactive import register_views
+
+        return register_views(self, dest)
+
+    def abort_merge(self, dest: str = MAIN) -> dict:
+        from .merge.interactive import abort
+
+        return abort(self, dest)
 
     def branch(self, name: str) -> BranchOps:
         self.store.get_branch(name)

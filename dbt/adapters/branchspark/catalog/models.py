@@ -118,3 +118,24 @@ class Tombstone(Base):
 
 
 Index("ix_bs_commits_parent", Commit.parent_id)
+
+
+class PausedMerge(Base):
+    """A merge (or rebase) stopped before its commit, one per destination branch (SPEC 3.6).
+
+    `state` holds the phase's data: the schema-conflict rows, where each table's conflict
+    relation is stored, the choices made so far, and a rebase's progress.
+    """
+
+    __tablename__ = "bs_paused_merges"
+    dest: Mapped[str] = mapped_column(String(200), primary_key=True)
+    id: Mapped[str] = mapped_column(String(32), nullable=False)
+    kind: Mapped[str] = mapped_column(String(16), nullable=False)  # merge | rebase
+    src: Mapped[str] = mapped_column(String(200), nullable=False)
+    src_head: Mapped[str] = mapped_column(String(32), nullable=False)
+    dest_head: Mapped[str] = mapped_column(String(32), nullable=False)
+    base: Mapped[str] = mapped_column(String(32), nullable=False)
+    phase: Mapped[str] = mapped_column(String(32), nullable=False)
+    state: Mapped[dict] = mapped_column(JSON, nullable=False, default=dict)
+    created_at: Mapped[datetime] = mapped_column(DateTime, nullable=False)
+    updated_at: Mapped[datetime] = mapped_column(DateTime, nullable=False)

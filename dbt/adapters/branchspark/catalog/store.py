@@ -296,8 +296,11 @@ class CatalogStore:
         return seen
 
     def pinned_commits(self) -> list[str]:
-        """Commits that hold files although no branch points at them (none yet; paused merges will)."""
-        return []
+        """Commits that hold files although no branch points at them: those a paused merge or rebase
+        reads or has written (its src head, dest head, and a rebase's replayed commits)."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(m.PausedMerge.src_head, m.PausedMerge.dest_head, m.PausedMerge.state)).all()
+        return [c for r in rows for c in (r.src_head, r.dest_head, *(r.state or {}).get("pinned", [])) if c]
 
     def all_commit_roots(self) -> Iterator[tuple[str, Root]]:
         with self.engine.connect() as conn:

@@ -35,6 +35,8 @@ from ..storage.reader import (
     quote,
     segment_group,
 )
+from .conflict_tables import KEEP, MERGED, apply_resolutions
+from .drivers import driver_outputs
 from .report import Conflict
 from .sides import ObjectChanges
 
@@ -66,6 +68,7 @@ class DataPlan:
     tombstones: list[str] = field(default_factory=list)
     conflicts: list[Conflict] = field(default_factory=list)
     cached: list[DataFrame] = field(default_factory=list)  # change-sized frames shared by several jobs
+    decided: DataFrame | None = None  # keyed: every key src changed, with both sides and the merged row
 
     def release(self) -> None:
         for frame in self.cached:
@@ -190,8 +193,12 @@ class DataMerger:
                           F.col("_metadata.row_index").alias(ROW_POS), F.col(PREV_FILE), F.col(PREV_POS))
 
     # --------------------------------------------------------------- keyed
-    def keyed(self, inputs: TableInputs, prefer: str | None) -> DataPlan:
-        """Per key, from one shuffle: every changed row and deleted image of both sides, grouped by key."""
+    def keyed(self, inputs: TableInputs, prefer: str | None, driver=None, resolutions: DataFrame | None = None
+              ) -> DataPlan:
+        """Per key, from one shuffle: every changed row and deleted image of both sides, grouped by key.
+
+        `driver` is the table's merge driver (merge/drivers.py); `resolutions` is a paused merge's
+        conflict relation, whose merged values replace the rules' for every key it lists."""
         keys = list(inputs.primary_key)
         values = [c.name for c in inputs.schema.columns if c.name not in keys]
         row_columns = _tombstone_columns(inputs)
@@ -219,34 +226,34 @@ class DataMerger:
         def cell(side: str, column: str):
             return F.col(side)[column]
 
-        same = reduce(lambda a, b: a & b, [cell("s", c).eqNullSafe(cell("d", c)) for c in values], F.lit(True))
-        cell_clash = reduce(lambda a, b: a | b, [
-            ~cell("s", c).eqNullSafe(cell("b", c)) & ~cell("d", c).eqNullSafe(cell("b", c))
-            & ~cell("s", c).eqNullSafe(cell("d", c)) for c in values], F.lit(False))
-        rule = (F.when(~both, F.lit(None))
-                .when(~s_in & ~d_in, F.lit(None))
+        # A merge driver decides first, for keys both sides changed; the default rules cover the rest.
+        driven, driver_conflict = driver_outputs(driver, values) if driver is not None else ({}, None)
+        undriven = [c for c in values if c not in driven]
+        all_driven = bool(driven) and not undriven
+
+        def clashes(c: str):
+            return (~cell("s", c).eqNullSafe(cell("b", c)) & ~cell("d", c).eqNullSafe(cell("b", c))
+                    & ~cell("s", c).eqNullSafe(cell("d", c)))
+
+        same = reduce(lambda a, b: a & b, [cell("s", c).eqNullSafe(cell("d", c)) for c in undriven], F.lit(True))
+        cell_clash = reduce(lambda a, b: a | b, [clashes(c) for c in undriven], F.lit(False))
+        rule = F.when(~both, F.lit(None))
+        if driver_conflict is not None:
+            rule = rule.when(F.coalesce(driver_conflict, F.lit(False)), F.lit("driver"))
+        if all_driven:
+            rule = rule.when(s_in | d_in, F.lit(None))
+        rule = (rule.when(~s_in & ~d_in, F.lit(None))
                 .when(s_in & d_in & same, F.lit(None))
                 .when(s_in != d_in, F.lit("3.4 update/delete"))
                 .when(~b_in, F.lit("3.4 insert"))
                 .when(cell_clash, F.lit("3.4 cells")))
-        decided = grouped.withColumn("_bs_rule", rule).cache()
-        plan = DataPlan(keep_segments=list(inputs.dest.segments), tombstones=list(inputs.dest.tombstones),
-                        cached=[decided])
-        # Reported even when `prefer` settles them, so a merge says what it decided.
-        clashes = decided.filter(F.col("_bs_rule").isNotNull())
-        count = clashes.count()
-        if count:
-            shown = clashes.select(*[quote(k) for k in keys], "_bs_rule").limit(_SHOWN_KEYS).collect()
-            for rule_name in sorted({r["_bs_rule"] for r in shown}):
-                listed = [", ".join(f"{k}={r[k]}" for k in keys) for r in shown if r["_bs_rule"] == rule_name]
-                more = f" (+{count - len(shown)} more keys)" if count > len(shown) else ""
-                plan.conflicts.append(Conflict("table", inputs.name, _ops(inputs.src_changes),
-                                               _ops(inputs.dest_changes), rule_name, "; ".join(listed) + more))
         clash = F.col("_bs_rule").isNotNull()
         ours = prefer == "ours"
 
         def merged_value(column: str):
             """A column only one side changed takes that side's value; else the preferred side's."""
+            if column in driven:
+                return driven[column]
             return (F.when(b_in & cell("s", column).eqNullSafe(cell("b", column)), cell("d", column))
                     .when(b_in & cell("d", column).eqNullSafe(cell("b", column)), cell("s", column))
                     .otherwise(cell("d", column) if ours else cell("s", column)))
@@ -254,16 +261,39 @@ class DataMerger:
         def new_value(column: str):
             if column in keys:
                 return F.col(quote(column))
-            settled = cell("d", column) if ours else F.when(F.col("_bs_rule") == "3.4 cells",
-                                                            merged_value(column)).otherwise(cell("s", column))
+            if prefer is None:  # an open conflict: cells both sides changed differently stay undecided
+                settled = F.when(clashes(column), F.lit(None)).otherwise(merged_value(column))
+            else:
+                settled = cell("d", column) if ours else F.when(F.col("_bs_rule") == "3.4 cells",
+                                                                merged_value(column)).otherwise(cell("s", column))
             return (F.when(~both, cell("s", column))
                     .when(clash, settled)
                     .otherwise(merged_value(column)))
 
         winner_in = d_in if ours else s_in
-        has_new_row = (~both & s_in) | (both & ~clash & s_in & d_in) | (both & clash & winner_in)
-        plan.new_rows = decided.filter(has_new_row).select(
-            *[new_value(c.name).alias(c.name) for c in inputs.schema.columns])
+        kept_when_merged = (s_in | d_in) if all_driven else (s_in & d_in)
+        keep = ((~both & s_in) | (both & ~clash & kept_when_merged)
+                | (both & clash & (winner_in if prefer else F.lit(None))))
+        decided = (grouped.withColumn("_bs_rule", rule)
+                   .withColumn(MERGED, F.struct(*[new_value(c.name).cast(c.data_type).alias(c.name)
+                                                  for c in inputs.schema.columns]))
+                   .withColumn(KEEP, keep))
+        if resolutions is not None:
+            decided = apply_resolutions(decided, resolutions, keys, values)
+        decided = decided.cache()
+        plan = DataPlan(keep_segments=list(inputs.dest.segments), tombstones=list(inputs.dest.tombstones),
+                        cached=[decided], decided=decided)
+        # Reported even when `prefer` settles them, so a merge says what it decided.
+        clashes_found = decided.filter(F.col("_bs_rule").isNotNull())
+        count = clashes_found.count()
+        if count:
+            shown = clashes_found.select(*[quote(k) for k in keys], "_bs_rule").limit(_SHOWN_KEYS).collect()
+            for rule_name in sorted({r["_bs_rule"] for r in shown}):
+                listed = [", ".join(f"{k}={r[k]}" for k in keys) for r in shown if r["_bs_rule"] == rule_name]
+                more = f" (+{count - len(shown)} more keys)" if count > len(shown) else ""
+                plan.conflicts.append(Conflict("table", inputs.name, _ops(inputs.src_changes),
+                                               _ops(inputs.dest_changes), rule_name, "; ".join(listed) + more))
+        plan.new_rows = decided.filter(F.coalesce(F.col(KEEP), F.lit(False))).select(f"{MERGED}.*")
         # Doomed on dest: the row dest holds for every key the merge rewrites (the base row where only
         # src changed the key, dest's own row where both did).
         current = F.when(both, F.col("d")).otherwise(F.col("b"))

@@ -19,7 +19,9 @@ from ..catalog.state import Schema, TableState
 from ..storage.reader import TableReader
 from ..transaction import Transaction
 from .base import merge_base
+from .conflict_tables import schema_row
 from .data import DataMerger, DataPlan, TableInputs
+from .drivers import drivers_for
 from .report import Conflict, MergeResult, Outcome, conflict_message
 from .rules import DATABASE_MATRIX, TABLE_DML, TABLE_MATRIX, matrix_ops
 from .schema import merge_schemas
@@ -28,18 +30,30 @@ from .sides import ObjectChanges, side_since
 if TYPE_CHECKING:
     from ..lakehouse import Lakehouse
 
-STRATEGIES = ("merge", "fast_forward", "auto")
-ON_CONFLICT = ("abort", "ours", "theirs")
+STRATEGIES = ("merge", "fast_forward", "auto", "interactive", "rebase")
+ON_CONFLICT = ("abort", "ours", "theirs", "pause")
 
 
-def merge_branch(lakehouse: "Lakehouse", src: str, dest: str = "main", *, strategy: str = "merge",
+def merge_branch(lakehouse: "Lakehouse", src: str | None, dest: str = "main", *, strategy: str = "merge",
                  on_conflict="abort", dry_run: bool = False, message: str | None = None,
-                 author: str | None = None) -> MergeResult:
+                 author: str | None = None, drivers=None, continue_: bool = False) -> MergeResult:
     """Merge `src` (a branch or commit) into branch `dest`. Raises MergeConflict (nothing written) when
-    conflicts remain; a dry run returns them instead."""
+    conflicts remain; a dry run returns them instead. `on_conflict="pause"` or `strategy="interactive"`
+    pause instead (merge/interactive.py); `strategy="rebase"` replays src on dest (merge/rebase.py);
+    `continue_` finishes a paused merge or resumes a stopped rebase. `drivers`: table -> merge driver."""
+    from . import interactive, paused as paused_state, rebase
+
     if strategy not in STRATEGIES:
         raise errors.InvalidArgument(f"unknown merge strategy '{strategy}': use one of {', '.join(STRATEGIES)}")
-    policy = ConflictPolicy.parse(on_conflict)
+    if continue_:
+        current = paused_state.require_open(lakehouse.store, dest)
+        if current.kind == "rebase":
+            return rebase.resume(lakehouse, dest, on_conflict, drivers)
+        return interactive.continue_merge(lakehouse, dest, drivers)
+    if strategy == "rebase":
+        return rebase.rebase(lakehouse, src, dest, on_conflict=on_conflict, drivers=drivers)
+    pause = strategy == "interactive" or on_conflict == "pause"
+    policy = ConflictPolicy.parse("abort" if pause else on_conflict)
     store = lakehouse.store
     dest_info = store.get_branch(dest)
     src_commit = lakehouse.resolve(src)
@@ -57,11 +71,16 @@ def merge_branch(lakehouse: "Lakehouse", src: str, dest: str = "main", *, strate
             store.move_branch(dest, dest_info.head, src_commit.id)
             result.commit_id = src_commit.id
         return result
+    if pause and not dry_run:
+        return interactive.start(lakehouse, src, src_commit.id, dest, dest_info.head, base,
+                                 interactive=strategy == "interactive", message=message, author=author,
+                                 drivers=drivers)
     if strategy == "fast_forward":
         ahead = len(side_since(store, dest_info.head, base).commits)
         raise errors.InvalidArgument(f"cannot fast-forward '{dest}' to '{src}': '{dest}' has {ahead} commit(s) "
                                      f"since their merge base that '{src}' lacks; use strategy merge or auto")
     planner = ThreeWayMerge(lakehouse, src, src_commit.id, dest, base, policy, message, author)
+    planner.drivers = drivers or {}
     planner.plan(result)
     if dry_run:
         result.status = "dry-run"
@@ -93,7 +112,8 @@ class ConflictPolicy:
         modes = {str(k).lower(): str(v).lower() for k, v in value.items()}
         wrong = {k: v for k, v in modes.items() if v not in ON_CONFLICT}
         if wrong:
-            raise errors.InvalidArgument(f"on_conflict {wrong} is not valid: use abort, ours or theirs")
+            raise errors.InvalidArgument(f"on_conflict {wrong} is not valid: use abort, ours, theirs (or pause "
+                                         f"for the whole merge)")
         return ConflictPolicy(modes.pop("*", "abort"), modes)
 
     def prefer(self, name: str) -> str | None:
@@ -125,6 +145,13 @@ class ThreeWayMerge:
         self.src_side = side_since(store, src_head, base)
         self.dest_side = side_since(store, self.tx.base_head, base)
         self.policy = policy
+        # Set by a paused merge (merge/interactive.py): choices made while paused, and what to capture.
+        self.schema_choices: dict[str, str] = {}  # table -> ours | theirs for its columns
+        self.drivers: dict = {}  # table -> merge driver (merge/drivers.py)
+        self.resolutions: dict = {}  # table -> its conflict relation (merge/conflict_tables.py)
+        self.plan_data = True  # False: stop each table after its schema (an interactive merge's first pause)
+        self.schema_rows: list[dict] = []  # base/ours/theirs/merged schema of each table both sides changed
+        self.data_plans: dict[str, DataPlan] = {}  # table -> its keyed row-level plan
         self.tables: dict[str, TablePlan] = {}
         self.drop_databases: list[str] = []
         self.result: MergeResult | None = None
@@ -284,12 +311,18 @@ class ThreeWayMerge:
         src_wrote = bool(src_changes.ops & {"insert", "update", "overwrite"})
         dest_wrote = bool(dest_changes.ops & {"insert", "update", "overwrite"})
         base_schema, src_schema, dest_schema = (self.ns.schema(s.schema_id) for s in (base, src, dest))
-        schema = merge_schemas(name, base_schema, src_schema, dest_schema, src_wrote, dest_wrote, prefer)
+        schema = merge_schemas(name, base_schema, src_schema, dest_schema, src_wrote, dest_wrote,
+                               self.schema_choices.get(name.lower(), prefer))
+        if conflicts or schema.conflicts or len({base_schema.id, src_schema.id, dest_schema.id}) > 1:
+            self.schema_rows.append(schema_row(name, base_schema, dest_schema, src_schema, schema.columns,
+                                               conflicts + schema.conflicts))
         conflicts += schema.conflicts
         if prefer is None and conflicts:
             result.conflicts += conflicts
             return
         result.resolved += conflicts
+        if not self.plan_data:
+            return
         if conflicts and prefer == "ours" and not keyed:
             result.outcomes.append(Outcome("table", name, "kept (ours)"))
             return
@@ -324,7 +357,11 @@ class ThreeWayMerge:
             reader = TableReader(self.lakehouse.spark, self.lakehouse.warehouse, self.ns)
             inputs = TableInputs(name, base, src, dest, src_changes, dest_changes, merged_schema, primary_key)
             merger = DataMerger(reader, self.ns)
-            data = merger.keyed(inputs, prefer) if keyed else merger.keyless(inputs)
+            if keyed:
+                data = merger.keyed(inputs, prefer, drivers_for(self.drivers, name), self.resolutions.get(name))
+                self.data_plans[name] = data
+            else:
+                data = merger.keyless(inputs)
             if data.conflicts and prefer is None:
                 result.conflicts += data.conflicts
                 return
@@ -374,6 +411,8 @@ class ThreeWayMerge:
         for plan in self.tables.values():
             if plan.data is not None:
                 plan.data.release()
+        for data in self.data_plans.values():
+            data.release()
 
     # -------------------------------------------------------------- write
     def write(self) -> str:

@@ -45,6 +45,7 @@ class MergeResult:
     conflicts: list[Conflict] = field(default_factory=list)
     outcomes: list[Outcome] = field(default_factory=list)
     resolved: list[Conflict] = field(default_factory=list)  # conflicts settled by on_conflict
+    phase: str | None = None  # a paused merge's phase (merge/paused.py)
 
     @property
     def ok(self) -> bool:
@@ -52,6 +53,8 @@ class MergeResult:
 
     def summary(self) -> str:
         head = f"merge {self.src} into {self.dest}: {self.status}"
+        if self.phase:
+            head += f" ({self.phase})"
         if self.commit_id:
             head += f" (commit {self.commit_id[:12]})"
         if self.conflicts:

@@ -55,6 +55,8 @@ RULE_TEXT = {
     "3.4 insert": "both sides inserted this key with different values",
     "3.4 update/delete": "one side updated this key, the other deleted it",
     "3.4 cells": "both sides changed the same column of this key differently",
+    "driver": "the table's merge driver reported a conflict",
+    "marked": "marked as a conflict in the conflict relation (CONFLICT())",
 }
 
 
