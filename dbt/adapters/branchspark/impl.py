@@ -408,20 +408,33 @@ class BranchSparkAdapter(SparkAdapter):
 
     @available
     def merge_branch(self, src: str, dest: Optional[str] = None, strategy: str = "merge", on_conflict="abort",
-                     dry_run: bool = False, message: Optional[str] = None) -> str:
+                     dry_run: bool = False, message: Optional[str] = None, drivers=None,
+                     continue_: bool = False) -> str:
         """MERGE BRANCH src TO dest (default: the target's branch); returns the report dbt prints."""
         from dbt.adapters.branchspark.branch_session import _author
         from dbt.adapters.branchspark.merge_operation import run_merge
 
         session = self._handle().branch_session
         dest = dest or self.config.credentials.branch
-        if not src:
+        if not src and not continue_:
             raise DbtRuntimeError("merge_branch needs src: --args '{src: dev, dest: main}'")
-        text = run_merge(session.lakehouse, str(src), str(dest), str(strategy), on_conflict, dry_run, message,
-                         _author())
+        text = self._run("merge_branch", lambda: run_merge(
+            session.lakehouse, str(src) if src else None, str(dest), str(strategy), on_conflict, dry_run, message,
+            _author(), drivers, continue_))
         if dest == session.branch:
             session.expose_branch()  # this run now reads the merged branch
         return text
+
+    @available
+    def paused_merge(self, operation: str, dest: Optional[str] = None, table: Optional[str] = None,
+                     take: Optional[str] = None, where: Optional[str] = None, assignments=None):
+        """run-operations merge_status, resolve_conflicts, abort_merge, merge_driver_sides (merge_operation.py)."""
+        from dbt.adapters.branchspark.merge_operation import paused_operation
+
+        session = self._handle().branch_session
+        dest = dest or self.config.credentials.branch
+        return self._run(operation, lambda: paused_operation(session.lakehouse, operation, str(dest), table, take,
+                                                             where, assignments))
 
     # ---- changes (CDC) ------------------------------------------------------------------
     # changes_relation is imported on use: it loads the core (catalog, SQLAlchemy), which

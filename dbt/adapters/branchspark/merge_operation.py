@@ -32,13 +32,71 @@ def report_text(result: MergeResult) -> str:
     return "\n".join(parts)
 
 
+def _drivers(expressions) -> dict:
+    """The dbt macros' merge drivers (table -> SQL per column, rendered in Jinja) as core drivers."""
+    from .merge.drivers import sql_driver
+
+    return {table: sql_driver(sql) for table, sql in (expressions or {}).items() if sql}
+
+
 def run_merge(lakehouse, src: str, dest: str, strategy: str, on_conflict, dry_run: bool,
-              message: Optional[str], author: str) -> str:
+              message: Optional[str], author: str, drivers=None, continue_: bool = False) -> str:
     from .errors import MergeConflict
 
     try:
         result = lakehouse.merge(src, dest, strategy=strategy, on_conflict=on_conflict, dry_run=bool(dry_run),
-                                 message=message, author=author)
+                                 message=message, author=author, drivers=_drivers(drivers),
+                                 continue_=bool(continue_))
     except MergeConflict as conflict:
         raise DbtRuntimeError(f"{report_text(conflict.report)}\n{conflict}") from None
-    return report_text(result)
+    text = report_text(result)
+    if result.status == "paused":
+        text += "\n" + status_text(lakehouse, dest)
+    return text
+
+
+def status_text(lakehouse, dest: str, limit: int = 20) -> str:
+    """merge_status as dbt prints it: the phase, open conflicts per table, the first open conflict rows."""
+    from .merge.interactive import open_rows, register_views, status, status_rows, status_title
+
+    state = status(lakehouse, dest)
+    parts = [status_title(state)]
+    if state["tables"]:
+        parts.append(_text(status_rows(state)))
+    if state["phase"] not in ("not started", "finished", "rebasing"):
+        register_views(lakehouse, dest)  # this session can now select from them
+        for table, rows in open_rows(lakehouse, dest, limit).items():
+            parts += [f"open conflicts: {table}", _text([{k: ("" if v is None else v) for k, v in r.items()}
+                                                         for r in rows])]
+    return "\n".join(parts)
+
+
+def paused_operation(lakehouse, operation: str, dest: str, table=None, take=None, where=None, assignments=None):
+    """The run-operations over a paused merge; each returns the text dbt prints (sides: a dict)."""
+    if operation == "merge_status":
+        return status_text(lakehouse, dest)
+    if operation == "resolve_conflicts":
+        lakehouse.resolve_conflicts(dest, table or None, take=take or None, where=where or None,
+                                    set=dict(assignments) if assignments else None)
+        return status_text(lakehouse, dest)
+    if operation == "abort_merge":
+        lakehouse.abort_merge(dest)
+        return f"aborted the merge into {dest}: {dest} is as it was"
+    if operation == "merge_driver_sides":
+        return driver_sides(lakehouse, dest, table)
+    raise DbtRuntimeError(f"unknown paused-merge operation '{operation}'")
+
+
+def driver_sides(lakehouse, dest: str, table: str):
+    """{base, ours, theirs}: SQL text of each value column of `table` on `dest`, for a driver macro;
+    None when the table is not on dest or has no primary key (drivers merge keyed rows)."""
+    from .merge.drivers import side_sql
+
+    snapshot = lakehouse.snapshot(dest)
+    if not snapshot.has_table(table):
+        return None
+    state = snapshot.state(table)
+    if not state.primary_key:
+        return None
+    values = [c.name for c in snapshot.ns.schema(state.schema_id).columns if c.name not in state.primary_key]
+    return {side: side_sql(side, values) for side in ("base", "ours", "theirs")}

@@ -15,7 +15,7 @@ from .. import errors
 from ..lakehouse import Lakehouse
 from .changes_cmd import changes
 from .graph import commit_graph
-from .merge_cmd import merge
+from .merge_cmd import abort, merge, merge_status, resolve
 from .output import console
 
 
@@ -168,6 +168,9 @@ def gc(obj: Context, grace, dry_run):
 
 cli.add_command(changes)
 cli.add_command(merge)
+cli.add_command(merge_status)
+cli.add_command(resolve)
+cli.add_command(abort)
 
 
 def _safe_url(url: str) -> str:

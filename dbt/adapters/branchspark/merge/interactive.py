@@ -305,3 +305,33 @@ def abort(lakehouse, dest: str) -> dict:
     for name in paused.relations:
         lakehouse.spark.catalog.dropTempView(view_name(dest, name)) if lakehouse._spark is not None else None
     return status(lakehouse, dest)
+
+
+def open_rows(lakehouse, dest: str, limit: int = 20) -> dict[str, list[dict]]:
+    """The first `limit` open conflicts of each relation of a paused merge, for printing."""
+    paused = P.require_open(lakehouse.store, dest)
+    shown = {}
+    for name, entry in paused.relations.items():
+        if entry.get("open"):
+            frame = read_relation(lakehouse, paused, name).filter("conflict")
+            shown[name] = [r.asDict() for r in frame.limit(int(limit)).collect()]
+    schema = [r for r in paused.schema_rows if r.get("conflict")]
+    if schema:
+        shown[SCHEMA_TABLE] = schema
+    return shown
+
+
+def status_rows(state: dict) -> list[dict]:
+    return [{k: ("" if v is None else v) for k, v in t.items()} for t in state["tables"]]
+
+
+def status_title(state: dict) -> str:
+    if state["phase"] == P.NOT_STARTED:
+        return f"no merge into {state['dest']} is paused (not started)"
+    title = f"{state.get('kind', 'merge')} of {state['src']} into {state['dest']}: {state['phase']}"
+    if state.get("commit"):
+        title += f" (commit {state['commit'][:12]})"
+    if state.get("rebase"):
+        progress = state["rebase"]
+        title += f", replayed {progress.get('done', 0)} of {len(progress.get('commits', []))} commit(s)"
+    return title

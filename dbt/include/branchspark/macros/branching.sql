@@ -33,8 +33,11 @@
 {% endmacro %}
 
 {#- MERGE BRANCH src TO dest (SPEC section 3): dest defaults to the target's branch.
-    --args '{src: dev, dest: main, strategy: merge|fast_forward|auto, on_conflict: abort|ours|theirs
-             (or {table: mode}), dry_run: true}' -#}
+    --args '{src: dev, dest: main, strategy: merge|fast_forward|auto|interactive|rebase,
+             on_conflict: abort|ours|theirs|pause (or {table: mode}; rebase: skip|replace), dry_run: true}';
+    --args '{dest: main, continue: true}' finishes a paused merge or resumes a stopped rebase. -#}
 {% macro merge_branch(src=none, dest=none, strategy='merge', on_conflict='abort', dry_run=false, message=none) %}
-  {{ print(adapter.merge_branch(src, dest or target.branch, strategy, on_conflict, dry_run, message)) }}
+  {%- set dest = dest or target.branch -%}
+  {%- set drivers = branchspark_merge_drivers(dest) -%}
+  {{ print(adapter.merge_branch(src, dest, strategy, on_conflict, dry_run, message, drivers, kwargs.get('continue', false))) }}
 {% endmacro %}
