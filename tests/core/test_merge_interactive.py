@@ -210,3 +210,28 @@ def test_a_paused_merge_blocks_another_and_pins_its_commits(lh, keyed):
     lh.resolve_conflicts("dest", take="theirs")
     assert lh.merge(None, "dest", continue_=True).status == "merged"
     assert rows(lh.read(keyed, "dest"), "id", "a") == [(1, 100), (2, 22), (3, 30), (4, 40), (5, 50)]
+
+
+def test_interactive_schema_conflict_then_data_inspection_then_finish(lh, spark):
+    """inspecting schema -> resolving schema -> inspecting data -> finished, and take in bulk."""
+    with lh.transaction("main") as tx:
+        tx.create_database("shop")
+        tx.create_table_as("shop.k", spark.createDataFrame([(1, 10, "x"), (2, 20, "x")], SCHEMA),
+                           primary_key=["id"])
+    lh.create_branch("src")
+    lh.branch("src").add_column("shop.k", "c", "string")
+    lh.branch("src").update("shop.k", "id = 1", {"a": "11"})
+    lh.branch("main").add_column("shop.k", "c", "bigint")
+    lh.branch("main").update("shop.k", "id = 2", {"a": "22"})
+    phases = [lh.merge("src", "main", strategy="interactive").phase]
+    phases.append(lh.merge(None, "main", continue_=True).phase)
+    lh.resolve_conflicts("main", take="theirs")
+    phases.append(lh.merge(None, "main", continue_=True).phase)
+    status = lh.merge_status("main")
+    assert [(t["table"], t["kind"], t["open conflicts"]) for t in status["tables"]] == [
+        ("shop.k", "schema", 0), ("shop.k", "data", 0)]
+    result = lh.merge(None, "main", continue_=True)
+    phases.append(lh.merge_status("main")["phase"])
+    assert phases == ["inspecting schema", "resolving schema", "inspecting data", "finished"]
+    assert result.status == "merged" and dict(lh.read("shop.k", "main").dtypes)["c"] == "string"
+    assert rows(lh.read("shop.k", "main"), "id", "a") == [(1, 11), (2, 22)]

@@ -17,7 +17,7 @@ from .merge.report import MergeResult
 def _text(rows: list[dict]) -> str:
     table = table_from_rows([list(r.values()) for r in rows], list(rows[0]))
     out = io.StringIO()
-    table.print_table(max_rows=None, max_column_width=80, output=out)
+    table.print_table(max_rows=None, max_columns=None, max_column_width=80, output=out)
     return out.getvalue().rstrip("\n")
 
 

@@ -302,8 +302,9 @@ def abort(lakehouse, dest: str) -> dict:
         drop_scratch(lakehouse, paused)
     _drop_files(lakehouse, paused)
     P.remove(lakehouse.store, dest)
-    for name in paused.relations:
-        lakehouse.spark.catalog.dropTempView(view_name(dest, name)) if lakehouse._spark is not None else None
+    if lakehouse._spark is not None:  # views exist only in a session that has started Spark
+        for name in paused.relations:
+            lakehouse.spark.catalog.dropTempView(view_name(dest, name))
     return status(lakehouse, dest)
 
 
