@@ -14,6 +14,11 @@ DRIVER = """
 {% macro larger_amount(base, ours, theirs) %}
   {{ return({'amount': 'greatest(' ~ ours['amount'] ~ ', ' ~ theirs['amount'] ~ ')'}) }}
 {% endmacro %}
+
+{% macro count_open_conflicts() %}
+  {% set result = run_query("select count(*) from " ~ merge_conflicts('shop.orders', 'main') ~ " where conflict") %}
+  {{ print("open conflicts: " ~ result.columns[0].values()[0]) }}
+{% endmacro %}
 """
 
 
@@ -62,6 +67,8 @@ def test_pause_status_resolve_continue_abort_and_a_driver_from_dbt(project, spar
     assert dbt(project, "run-operation", "merge_status", "--args", "{dest: main}").success
     printed = capsys.readouterr().out
     assert "merge of dev into main: resolving data" in printed and "3.4 cells" in printed
+    assert dbt(project, "run-operation", "count_open_conflicts").success
+    assert "open conflicts: 1" in capsys.readouterr().out
 
     # abort leaves main as it was; pause again and resolve in bulk, then continue.
     assert dbt(project, "run-operation", "abort_merge", "--args", "{dest: main}").success

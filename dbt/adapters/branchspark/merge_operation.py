@@ -82,6 +82,15 @@ def paused_operation(lakehouse, operation: str, dest: str, table=None, take=None
     if operation == "abort_merge":
         lakehouse.abort_merge(dest)
         return f"aborted the merge into {dest}: {dest} is as it was"
+    if operation == "conflict_view":
+        from .merge.interactive import register_views
+
+        views = register_views(lakehouse, dest)
+        wanted = str(table or "schema").lower()
+        if wanted not in {k.lower() for k in views}:
+            raise DbtRuntimeError(f"the merge into '{dest}' has no conflict relation for '{table}': "
+                                  f"see merge_status {dest}")
+        return {k.lower(): v for k, v in views.items()}[wanted]
     if operation == "merge_driver_sides":
         return driver_sides(lakehouse, dest, table)
     raise DbtRuntimeError(f"unknown paused-merge operation '{operation}'")

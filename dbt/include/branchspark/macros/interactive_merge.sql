@@ -15,6 +15,12 @@
   {{ print(adapter.paused_merge('resolve_conflicts', dest or target.branch, table, take, where, kwargs.get('set'))) }}
 {% endmacro %}
 
+{#- The conflict relation of `table` ('schema': the schema conflicts) in the merge paused on dest, as a
+    relation name for SQL: select * from {{ merge_conflicts('shop.orders', 'main') }} where conflict -#}
+{% macro merge_conflicts(table, dest=none) %}
+  {{ return(adapter.paused_merge('conflict_view', dest or target.branch, table)) }}
+{% endmacro %}
+
 {% macro abort_merge(dest=none) %}
   {{ print(adapter.paused_merge('abort_merge', dest or target.branch)) }}
 {% endmacro %}
