@@ -41,17 +41,17 @@ _DIFF_SIDES = {"our": "d", "their": "s"}
 
 
 # ----------------------------------------------------------------- names
-def _safe(text: str) -> str:
+def safe_name(text: str) -> str:
     return re.sub(r"[^0-9a-zA-Z]+", "_", text).strip("_").lower()
 
 
 def view_name(dest: str, table: str) -> str:
     """`bs_conflicts_<dest>_<db>_<table>`: the temp view of one table's conflict relation."""
-    return f"bs_conflicts_{_safe(dest)}_{_safe(table)}"
+    return f"bs_conflicts_{safe_name(dest)}_{safe_name(table)}"
 
 
 def schema_view_name(dest: str) -> str:
-    return f"bs_schema_conflicts_{_safe(dest)}"
+    return f"bs_schema_conflicts_{safe_name(dest)}"
 
 
 # ------------------------------------------------------- building (plan)

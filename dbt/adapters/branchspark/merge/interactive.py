@@ -22,7 +22,7 @@ from pyspark.sql import DataFrame
 from .. import errors
 from . import paused as P
 from .conflict_tables import (SCHEMA_COLUMNS, SCHEMA_TABLE, assignments, relation_from_decided,
-                              schema_view_name, view_name, _safe)
+                              schema_view_name, view_name, safe_name)
 from .report import Conflict, MergeResult
 
 if TYPE_CHECKING:
@@ -147,7 +147,7 @@ def _write_relation(lakehouse, paused: P.PausedMerge, name: str, data) -> None:
 
 
 def _relation_path(paused: P.PausedMerge, name: str, version: int) -> str:
-    return f"merges/{paused.id}/{_safe(name)}/v{version}"
+    return f"merges/{paused.id}/{safe_name(name)}/v{version}"
 
 
 def _store_relation(lakehouse, paused: P.PausedMerge, name: str, frame: DataFrame) -> None:
