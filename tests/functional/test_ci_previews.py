@@ -133,10 +133,15 @@ def rows(lakehouse: Lakehouse, branch: str, table: str) -> list[tuple]:
     return sorted(tuple(r) for r in lakehouse.snapshot(branch).read(table).collect())
 
 
-def pr_job(main_checkout: Checkout, head: Checkout, number: int, monkeypatch) -> None:
-    """The pull request job: main's manifest as the state, then build what the PR changed."""
-    state = main_checkout.root / "target"
+def main_state(main_checkout: Checkout) -> Path:
+    """main's manifest (`dbt parse` on a checkout of main), to select what a pull request changed."""
+    state = main_checkout.root / "main-state"
     assert main_checkout.dbt("parse", "--target", "main", "--target-path", str(state))
+    return state
+
+
+def pr_job(state: Path, head: Checkout, number: int, monkeypatch) -> None:
+    """The pull request job: build what the pull request changed against main's manifest."""
     assert head.dbt("build", "--target", "ci", "--select", "state:modified+", "--state", str(state),
                     pr=number, monkeypatch=monkeypatch)
 
@@ -163,8 +168,9 @@ def test_two_concurrent_pull_requests_preview_merge_and_clean_up(ci, spark, monk
     # Round 1: two concurrent pull requests change different models.
     pr1 = checkout({**main_code, "models/country_totals.sql": country_totals_sql("where o.status != 'cancelled'")})
     pr2 = checkout({**main_code, "models/customer_totals.sql": customer_totals_sql(name=UPPER_NAMES)})
-    pr_job(main_v0, pr1, 1, monkeypatch)
-    pr_job(main_v0, pr2, 2, monkeypatch)
+    state = main_state(main_v0)
+    pr_job(state, pr1, 1, monkeypatch)
+    pr_job(state, pr2, 2, monkeypatch)
     main_before = lakehouse.get_branch("main")
     assert main_before.protected
 
@@ -198,8 +204,9 @@ def test_two_concurrent_pull_requests_preview_merge_and_clean_up(ci, spark, monk
     pr3 = checkout({**main_code_v1, "models/customer_totals.sql": customer_totals_sql(UPPER_NAMES, total=PAID_TOTAL)})
     pr4 = checkout({**main_code_v1, "models/customer_totals.sql": customer_totals_sql(UPPER_NAMES, n_orders=PAID_COUNT)})
     pr5 = checkout({**main_code_v1, "models/customer_totals.sql": customer_totals_sql(UPPER_NAMES, total="2 * sum(o.amount)")})
+    state = main_state(main_v1)
     for number, head in ((3, pr3), (4, pr4), (5, pr5)):
-        pr_job(main_v1, head, number, monkeypatch)
+        pr_job(state, head, number, monkeypatch)
     assert rows(lakehouse, "pr_3", "shop.customer_totals") == expected_customer_totals(upper=True, paid_total=True)
     assert rows(lakehouse, "pr_4", "shop.customer_totals") == expected_customer_totals(upper=True, paid_count=True)
     assert rows(lakehouse, "pr_5", "shop.customer_totals") == expected_customer_totals(upper=True, double_total=True)
@@ -226,3 +233,21 @@ def test_two_concurrent_pull_requests_preview_merge_and_clean_up(ci, spark, monk
     assert [b.name for b in lakehouse.list_branches()] == ["main"]
     assert rows(lakehouse, "main", "shop.country_totals") == expected_country_totals(paid_only=True)
     lakehouse.store.dispose()
+
+
+def test_the_example_workflow_runs_the_commands_played_above():
+    """examples/github-actions-preview.yml: the steps and the profile the test above plays."""
+    path = Path(__file__).resolve().parents[2] / "examples" / "github-actions-preview.yml"
+    text = path.read_text()
+    workflow = yaml.safe_load(text)
+    jobs = workflow["jobs"]
+    steps = {name: " ".join(str(step.get("run", "")) for step in job["steps"]) for name, job in jobs.items()}
+    assert "dbt build --target ci --select state:modified+ --state" in steps["preview"]
+    assert "dbt parse --target main" in steps["preview"]
+    assert 'merge_branch --target main --args "{src: pr_${PR_NUMBER}, dest: main}"' in steps["publish"]
+    assert steps["publish"].index("merge_branch") < steps["publish"].index("drop_branch")
+    assert 'drop_branch --target main --args "{name: pr_${PR_NUMBER}}"' in steps["cleanup"]
+    assert "github.event.pull_request.merged == true" in jobs["publish"]["if"]
+    assert "merged != true" in jobs["cleanup"]["if"]
+    for line in ("branch: \"pr_{{ env_var('PR_NUMBER') }}\"", "create_branch_from: main", "protected_branches: [main]"):
+        assert line in text, line

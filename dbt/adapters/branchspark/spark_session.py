@@ -67,6 +67,8 @@ def _apply_runtime_settings(session: SparkSession, spark_config: Dict[str, str])
     """On a reused session: our ANSI default plus the profile's settings that can still change."""
     wanted = {"spark.sql.ansi.enabled": DEFAULT_SPARK_CONFIG["spark.sql.ansi.enabled"]}
     wanted.update(spark_config)
+    if is_connect(session):  # one round trip per key: send only what a Connect client may set
+        wanted = {k: v for k, v in wanted.items() if k in RUNTIME_SETTINGS}
     for key, value in wanted.items():
         try:
             if session.conf.get(key, None) != value:
