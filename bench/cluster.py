@@ -76,6 +76,7 @@ def main() -> None:
     from common import report
 
     local = run_side("", args)
+    print(f"in-process: merge {local['merge']:.2f} s, branch_changes {local['changes']:.2f} s", flush=True)
     started = not args.url
     url = args.url or f"sc://127.0.0.1:{PORT}"
     if started:

@@ -62,9 +62,13 @@ def pytest_report_header(config):
     return []
 
 
+def pytest_terminal_summary(terminalreporter, config):
+    if config._connect_skip:  # also shown under -q and with xdist (this runs in the controller)
+        terminalreporter.write_line(f"Spark Connect run skipped: {config._connect_skip}", yellow=True)
+
+
 def pytest_collection_modifyitems(config, items):
     if config._connect_skip:
-        print(f"\nskipping the Spark Connect run: {config._connect_skip}")
         marker = pytest.mark.skip(reason=config._connect_skip)
         for item in items:
             item.add_marker(marker)

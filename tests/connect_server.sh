@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # A local Spark Connect server from the installed pyspark (no download), for the Connect test run.
 #   tests/connect_server.sh start|stop|status
-# Listens on 127.0.0.1:${BRANCHSPARK_CONNECT_PORT:-15002}; logs and pid file in .connect-server/.
+# Listens on 127.0.0.1:${BRANCHSPARK_CONNECT_PORT:-15002}; logs and pid file in .connect-server/<port>/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 VENV=${VENV:-$ROOT/.venv}
 PORT=${BRANCHSPARK_CONNECT_PORT:-15002}
-STATE=$ROOT/.connect-server
+STATE=$ROOT/.connect-server/$PORT
 export SPARK_HOME
 SPARK_HOME=$("$VENV/bin/python" -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')
-export SPARK_PID_DIR=$STATE SPARK_LOG_DIR=$STATE SPARK_IDENT_STRING=branchspark-test
+export SPARK_PID_DIR=$STATE SPARK_LOG_DIR=$STATE SPARK_IDENT_STRING=branchspark-$PORT
 # the server's Python workers need this venv's pyarrow and pandas
 export PYSPARK_PYTHON=$VENV/bin/python SPARK_LOCAL_IP=127.0.0.1
 
@@ -29,7 +29,8 @@ case "${1:-}" in
       --conf spark.ui.enabled=false \
       --conf spark.sql.shuffle.partitions=2 \
       --conf spark.default.parallelism=2 \
-      --conf "spark.driver.extraJavaOptions=-Dderby.system.home=$STATE" >/dev/null
+      --conf "spark.driver.extraJavaOptions=-Dderby.system.home=$STATE" >"$STATE/start.log" 2>&1 \
+      || { cat "$STATE/start.log" >&2; exit 1; }
     for _ in $(seq 1 120); do
       if port_open; then echo "connect server: listening on sc://127.0.0.1:$PORT (logs in $STATE)"; exit 0; fi
       sleep 1
