@@ -16,6 +16,14 @@ CONNECT_RUNTIME_SETTINGS = ("spark.sql.ansi.enabled", "spark.sql.session.timeZon
 
 
 def local_session(master: str | None = None, config: dict | None = None) -> SparkSession:
+    """An in-process session; with no master asked for, a Spark Connect session when $SPARK_REMOTE
+    names a server (pyspark's own variable) or this process is already a Connect client."""
+    if master is None:
+        active = SparkSession.getActiveSession()
+        if active is not None and is_connect(active):
+            return active
+        if os.environ.get("SPARK_REMOTE"):
+            return connect_session(os.environ["SPARK_REMOTE"], config)
     # Spark's Python workers must use this interpreter: it is the one with pyarrow and pandas.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = (SparkSession.builder.master(master or os.environ.get("BRANCHSPARK_SPARK_MASTER", "local[*]"))
