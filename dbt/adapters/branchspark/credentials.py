@@ -79,7 +79,8 @@ class BranchSparkCredentials(SparkCredentials):
         return str(self.host) if self.is_remote else ""
 
     def _connection_keys(self) -> Tuple[str, ...]:
-        return ("method", "host", "branch", "catalog", "warehouse", "schema", "create_branch_from", "protected_branches")
+        return ("method", "host", "branch", "catalog", "warehouse", "schema", "create_branch_from",
+                "protected_branches")
 
     def resolved_warehouse(self) -> str:
         """Absolute warehouse location: URIs as given, paths relative to the project dir."""
