@@ -1,6 +1,14 @@
-"""One SparkSession per test process (a JVM start costs about 10 s)."""
+"""One SparkSession per test process (a JVM start costs about 10 s).
+
+`pytest --connect` runs the same tests through Spark Connect: the `spark` fixture and the dbt
+targets use the server at $BRANCHSPARK_TEST_CONNECT_URL (started by tests/connect_server.sh).
+Without a reachable server the run is skipped with the reason printed, except under CI=true,
+where it fails.
+"""
 import os
+import socket
 import sys
+from urllib.parse import urlparse
 
 import pytest
 
@@ -9,12 +17,83 @@ pytest_plugins = ["dbt.tests.fixtures.project"]
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
+CONNECT_URL_VARIABLE = "BRANCHSPARK_TEST_CONNECT_URL"
+TEST_SPARK_CONFIG = {"spark.sql.shuffle.partitions": "2",
+                     "spark.default.parallelism": "2",
+                     "spark.sql.adaptive.coalescePartitions.initialPartitionNum": "2"}
+
+
+def pytest_addoption(parser):
+    parser.addoption("--connect", action="store_true", default=False,
+                     help=f"run through Spark Connect at ${CONNECT_URL_VARIABLE} (tests/connect_server.sh start)")
+
+
+def connect_url(config) -> str:
+    """The Spark Connect URL this run uses, or "" for in-process Spark."""
+    return os.environ.get(CONNECT_URL_VARIABLE, "") if config.getoption("--connect") else ""
+
+
+def _unreachable(url: str) -> str:
+    """Why the Connect server cannot be used, or "" when it answers on its port."""
+    if not url:
+        return f"--connect given but ${CONNECT_URL_VARIABLE} is not set (start one: tests/connect_server.sh start)"
+    address = urlparse(url.replace("sc://", "http://", 1))
+    try:
+        socket.create_connection((address.hostname, address.port or 15002), timeout=3).close()
+    except OSError as exc:
+        return f"Spark Connect server {url} unreachable ({exc}); start one: tests/connect_server.sh start"
+    return ""
+
+
+def pytest_configure(config):
+    config._connect_skip = ""
+    if not config.getoption("--connect"):
+        return
+    reason = _unreachable(os.environ.get(CONNECT_URL_VARIABLE, ""))
+    if reason and os.environ.get("CI") == "true":
+        raise pytest.UsageError(f"{reason} (CI=true: the Connect run must not be skipped)")
+    config._connect_skip = reason
+
+
+def pytest_report_header(config):
+    if config.getoption("--connect"):
+        return [f"spark: Spark Connect {os.environ.get(CONNECT_URL_VARIABLE, '(no URL)')}"
+                + (f" -- SKIPPING: {config._connect_skip}" if config._connect_skip else "")]
+    return []
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    if config._connect_skip:  # also shown under -q and with xdist (this runs in the controller)
+        terminalreporter.write_line(f"Spark Connect run skipped: {config._connect_skip}", yellow=True)
+
+
+def pytest_collection_modifyitems(config, items):
+    if config._connect_skip:
+        marker = pytest.mark.skip(reason=config._connect_skip)
+        for item in items:
+            item.add_marker(marker)
+
 
 @pytest.fixture(scope="session")
-def spark():
-    from dbt.adapters.branchspark.storage.session import local_session
+def spark_connect_url(pytestconfig) -> str:
+    return connect_url(pytestconfig)
 
-    session = local_session("local[2]", {"spark.sql.shuffle.partitions": "2",
-                                         "spark.default.parallelism": "2",
-                                         "spark.sql.adaptive.coalescePartitions.initialPartitionNum": "2"})
-    yield session
+
+@pytest.fixture(scope="session")
+def spark(spark_connect_url):
+    from dbt.adapters.branchspark.storage.session import connect_session, local_session
+
+    if spark_connect_url:
+        session = connect_session(spark_connect_url, TEST_SPARK_CONFIG)
+        yield session
+        session.stop()  # an open Connect client keeps the process from exiting
+    else:
+        yield local_session("local[2]", TEST_SPARK_CONFIG)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _connect_session_stopped_at_exit(request, spark_connect_url):
+    """Under --connect, dbt tests build the client session inside the adapter: stop it at the end."""
+    if spark_connect_url:
+        request.getfixturevalue("spark")
+    yield

@@ -23,8 +23,10 @@ def warehouse_dir(tmp_path_factory) -> str:
 
 
 @pytest.fixture(scope="class")
-def dbt_profile_target(warehouse_dir):
-    return {
+def dbt_profile_target(warehouse_dir, spark_connect_url):
+    """In-process Spark, or under `pytest --connect` the test Spark Connect server (same warehouse
+    path: the server runs on this machine)."""
+    target = {
         "type": "branchspark",
         "method": "session",
         "branch": "main",
@@ -32,6 +34,9 @@ def dbt_profile_target(warehouse_dir):
         "threads": 2,
         "spark_config": dict(TEST_SPARK_CONFIG),
     }
+    if spark_connect_url:
+        target.update(method="connect", host=spark_connect_url)
+    return target
 
 
 @pytest.fixture(scope="class")

@@ -128,7 +128,7 @@ def _reader(snapshot, full_name: str) -> Callable[[], DataFrame]:
             return snapshot.read(full_name)
         except AttributeError:
             # core: a table with no segments cannot be read yet (docs/adapter-needs.md #4)
-            return empty_rows(SparkSession.getActiveSession(), snapshot.table(full_name).columns)
+            return empty_rows(SparkSession.active(), snapshot.table(full_name).columns)  # any thread, also on Connect
 
     return read
 

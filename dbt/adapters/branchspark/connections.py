@@ -150,9 +150,9 @@ class BranchSparkHandle:
         return BranchSparkCursor(self)
 
     def cancel(self) -> None:
-        try:
-            self.branch_session.spark.sparkContext.cancelAllJobs()
-        except Exception:  # Spark Connect has no SparkContext
+        try:  # works in-process and over Spark Connect (no SparkContext needed)
+            self.branch_session.spark.interruptAll()
+        except Exception:  # a stopped session has nothing left to cancel
             pass
 
     def rollback(self, *args: Any, **kwargs: Any) -> None:
@@ -189,7 +189,7 @@ class BranchSparkConnectionManager(SparkConnectionManager):
         creds: BranchSparkCredentials = connection.credentials
         try:
             config = {**creds.server_side_parameters, **creds.spark_config}
-            spark = spark_session(config, remote_url=creds.method if creds.is_remote else "")
+            spark = spark_session(config, remote_url=creds.connect_url)
             lakehouse = open_lakehouse(spark, creds.resolved_warehouse(), creds.catalog)
             ensure_branch(lakehouse, creds.branch, creds.create_branch_from)
             for name in creds.protected_branches:

@@ -8,6 +8,7 @@ from dbt.adapters.spark.connections import SparkCredentials
 from dbt_common.exceptions import DbtRuntimeError
 
 SESSION_METHOD = "session"
+CONNECT_METHOD = "connect"
 CONNECT_URL_PREFIX = "sc://"
 
 
@@ -15,7 +16,7 @@ CONNECT_URL_PREFIX = "sc://"
 class BranchSparkCredentials(SparkCredentials):
     # dbt-spark requires a host even for in-process sessions; we do not.
     host: Optional[str] = "localhost"
-    # `session` (in-process Spark) or a Spark Connect URL (sc://host:port).
+    # `session` (in-process Spark) or `connect` (Spark Connect; host: sc://host:port).
     method: str = SESSION_METHOD  # type: ignore[assignment]
     branch: str = "main"
     # SQLAlchemy URL of the catalog; None means a SQLite file in the warehouse.
@@ -39,10 +40,17 @@ class BranchSparkCredentials(SparkCredentials):
             )
         self.database = None
         method = str(self.method or SESSION_METHOD)
-        if method != SESSION_METHOD and not method.startswith(CONNECT_URL_PREFIX):
+        if method.startswith(CONNECT_URL_PREFIX):  # the URL given as the method (earlier profiles)
+            method, self.host = CONNECT_METHOD, method
+        if method not in (SESSION_METHOD, CONNECT_METHOD):
             raise DbtRuntimeError(
-                f"method: {method}: branchspark supports `session` (in-process Spark) or a "
-                f"Spark Connect URL such as sc://localhost:15002"
+                f"method: {method}: branchspark supports `session` (in-process Spark) or `connect` "
+                f"(Spark Connect, with host: sc://HOST:PORT)"
+            )
+        if method == CONNECT_METHOD and not str(self.host or "").startswith(CONNECT_URL_PREFIX):
+            raise DbtRuntimeError(
+                f"host: {self.host}: with method: connect, host must be a Spark Connect URL such as "
+                f"sc://spark-connect.example.com:15002"
             )
         self.method = method
         if not self.branch:
@@ -63,10 +71,16 @@ class BranchSparkCredentials(SparkCredentials):
 
     @property
     def is_remote(self) -> bool:
-        return self.method.startswith(CONNECT_URL_PREFIX)
+        return self.method == CONNECT_METHOD
+
+    @property
+    def connect_url(self) -> str:
+        """The Spark Connect URL (sc://host:port), or "" for an in-process session."""
+        return str(self.host) if self.is_remote else ""
 
     def _connection_keys(self) -> Tuple[str, ...]:
-        return ("method", "branch", "catalog", "warehouse", "schema", "create_branch_from", "protected_branches")
+        return ("method", "host", "branch", "catalog", "warehouse", "schema", "create_branch_from",
+                "protected_branches")
 
     def resolved_warehouse(self) -> str:
         """Absolute warehouse location: URIs as given, paths relative to the project dir."""

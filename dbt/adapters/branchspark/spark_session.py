@@ -13,6 +13,8 @@ from typing import Dict
 
 from pyspark.sql import SparkSession
 
+from dbt.adapters.branchspark.storage.session import CONNECT_RUNTIME_SETTINGS, is_connect, quiet
+
 # No Hive: writes never go to the Spark catalog, it only holds our temp views.
 DEFAULT_SPARK_CONFIG: Dict[str, str] = {
     "spark.master": "local[*]",
@@ -26,7 +28,7 @@ DEFAULT_SPARK_CONFIG: Dict[str, str] = {
 }
 
 # What Spark Connect lets a client set; the server owns master, catalog and UI.
-RUNTIME_SETTINGS = ("spark.sql.ansi.enabled", "spark.sql.session.timeZone", "spark.sql.shuffle.partitions")
+RUNTIME_SETTINGS = CONNECT_RUNTIME_SETTINGS
 
 _build_lock = threading.Lock()
 
@@ -36,11 +38,16 @@ def spark_session(spark_config: Dict[str, str], remote_url: str = "") -> SparkSe
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     with _build_lock:
         session = SparkSession.getActiveSession()
+        if session is not None and is_connect(session) != bool(remote_url):
+            session = None  # the profile asks for the other kind of session: build that one
         if session is None:
             config = dict(DEFAULT_SPARK_CONFIG)
             if remote_url:
                 config = {k: v for k, v in config.items() if k in RUNTIME_SETTINGS}
-            config.update(spark_config)
+                # the server owns static settings: send the runtime ones only
+                config.update({k: v for k, v in spark_config.items() if k in RUNTIME_SETTINGS})
+            else:
+                config.update(spark_config)
             if not remote_url and str(config.get("spark.master", "")).startswith("local"):
                 # a local driver needs no outside address (and skips a slow hostname lookup)
                 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -50,8 +57,7 @@ def spark_session(spark_config: Dict[str, str], remote_url: str = "") -> SparkSe
             for key, value in config.items():
                 builder = builder.config(key, value)
             session = builder.getOrCreate()
-            if not remote_url:
-                session.sparkContext.setLogLevel("ERROR")
+            quiet(session)
         else:
             _apply_runtime_settings(session, spark_config)
         return session
@@ -61,6 +67,8 @@ def _apply_runtime_settings(session: SparkSession, spark_config: Dict[str, str])
     """On a reused session: our ANSI default plus the profile's settings that can still change."""
     wanted = {"spark.sql.ansi.enabled": DEFAULT_SPARK_CONFIG["spark.sql.ansi.enabled"]}
     wanted.update(spark_config)
+    if is_connect(session):  # one round trip per key: send only what a Connect client may set
+        wanted = {k: v for k, v in wanted.items() if k in RUNTIME_SETTINGS}
     for key, value in wanted.items():
         try:
             if session.conf.get(key, None) != value:

@@ -1,4 +1,8 @@
-"""A local SparkSession for the command line and plain-Python use, when the caller brings none."""
+"""SparkSessions for the command line, plain-Python use and tests: in-process, or Spark Connect.
+
+Nothing here (or anywhere in the core) needs a local SparkContext: the same code runs on a
+classic session and on a Spark Connect client session.
+"""
 from __future__ import annotations
 
 import os
@@ -6,8 +10,20 @@ import sys
 
 from pyspark.sql import SparkSession
 
+# What a Spark Connect client may set; the server owns master, catalog, memory and UI.
+CONNECT_RUNTIME_SETTINGS = ("spark.sql.ansi.enabled", "spark.sql.session.timeZone", "spark.sql.shuffle.partitions",
+                            "spark.sql.adaptive.coalescePartitions.initialPartitionNum")
+
 
 def local_session(master: str | None = None, config: dict | None = None) -> SparkSession:
+    """An in-process session; with no master asked for, a Spark Connect session when $SPARK_REMOTE
+    names a server (pyspark's own variable) or this process is already a Connect client."""
+    if master is None:
+        active = SparkSession.getActiveSession()
+        if active is not None and is_connect(active):
+            return active
+        if os.environ.get("SPARK_REMOTE"):
+            return connect_session(os.environ["SPARK_REMOTE"], config)
     # Spark's Python workers must use this interpreter: it is the one with pyarrow and pandas.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = (SparkSession.builder.master(master or os.environ.get("BRANCHSPARK_SPARK_MASTER", "local[*]"))
@@ -18,10 +34,27 @@ def local_session(master: str | None = None, config: dict | None = None) -> Spar
     for key, value in (config or {}).items():
         builder = builder.config(key, str(value))
     session = builder.getOrCreate()
-    if _classic(session):
-        session.sparkContext.setLogLevel("ERROR")  # keep the command line's output readable
+    quiet(session)
     return session
 
 
-def _classic(session) -> bool:
-    return type(session).__module__.startswith("pyspark.sql.session")
+def connect_session(url: str, config: dict | None = None) -> SparkSession:
+    """A Spark Connect client session on `url` (sc://host:port); only runtime settings are sent.
+
+    Call `stop()` on it when done: a client with an open session keeps its process from exiting."""
+    builder = SparkSession.builder.remote(url)
+    for key, value in (config or {}).items():
+        if key in CONNECT_RUNTIME_SETTINGS:
+            builder = builder.config(key, str(value))
+    return builder.getOrCreate()
+
+
+def is_connect(session: SparkSession) -> bool:
+    """True for a Spark Connect client session (no SparkContext, no JVM in this process)."""
+    return type(session).__module__.startswith("pyspark.sql.connect")
+
+
+def quiet(session: SparkSession) -> None:
+    """Only warnings and errors in the log; a Connect server's log level is the server's own."""
+    if not is_connect(session):
+        session.sparkContext.setLogLevel("ERROR")  # keep the command line's output readable

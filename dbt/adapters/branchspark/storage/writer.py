@@ -28,7 +28,7 @@ class SegmentWriter:
                        fault=None) -> list[SegmentInfo]:
         """Write `rows` (already in `schema`'s column order and types) as one or more segments."""
         relative = self.warehouse.new_segment_dir(table.id, seq)
-        writer = rows.write.mode("errorifexists")
+        writer = rows.write.mode("error")  # "errorifexists" is unknown to Spark Connect
         if table.partition_by:
             writer = writer.partitionBy(*table.partition_by)
         writer.parquet(self.warehouse.uri(relative))
@@ -57,7 +57,7 @@ class SegmentWriter:
         relative = self.warehouse.new_tombstone_dir(table.id, seq)
         image = [F.col(f"`{c.name}`") for c in schema.columns]
         ids = [F.col(SEGMENT_COLUMN), F.col(ROW_FILE), F.col(ROW_POS), F.col(ROW_SEQ)]
-        doomed.select(*image, *ids, F.lit(seq).cast("long").alias(TOMB_SEQ)).write.mode("errorifexists") \
+        doomed.select(*image, *ids, F.lit(seq).cast("long").alias(TOMB_SEQ)).write.mode("error") \
             .parquet(self.warehouse.uri(relative))
         if fault:
             fault("write.after_files")

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# A local Spark Connect server from the installed pyspark (no download), for the Connect test run.
+#   tests/connect_server.sh start|stop|status
+# Listens on 127.0.0.1:${BRANCHSPARK_CONNECT_PORT:-15002}; logs and pid file in .connect-server/<port>/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+VENV=${VENV:-$ROOT/.venv}
+PORT=${BRANCHSPARK_CONNECT_PORT:-15002}
+STATE=$ROOT/.connect-server/$PORT
+export SPARK_HOME
+SPARK_HOME=$("$VENV/bin/python" -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')
+export SPARK_PID_DIR=$STATE SPARK_LOG_DIR=$STATE SPARK_IDENT_STRING=branchspark-$PORT
+# the server's Python workers need this venv's pyarrow and pandas
+export PYSPARK_PYTHON=$VENV/bin/python SPARK_LOCAL_IP=127.0.0.1
+
+port_open() { "$VENV/bin/python" -c "import socket,sys; s=socket.socket(); s.settimeout(1); sys.exit(s.connect_ex(('127.0.0.1', $PORT)))"; }
+
+case "${1:-}" in
+  start)
+    mkdir -p "$STATE"
+    if port_open; then echo "connect server: port $PORT already in use" >&2; exit 1; fi
+    "$SPARK_HOME/sbin/start-connect-server.sh" \
+      --master "local[2]" --driver-memory "${BRANCHSPARK_CONNECT_MEMORY:-3g}" \
+      --conf spark.connect.grpc.binding.address=127.0.0.1 \
+      --conf spark.connect.grpc.binding.port="$PORT" \
+      --conf spark.sql.catalogImplementation=in-memory \
+      --conf spark.sql.warehouse.dir="$STATE/spark-warehouse" \
+      --conf spark.ui.enabled=false \
+      --conf spark.sql.shuffle.partitions=2 \
+      --conf spark.default.parallelism=2 \
+      --conf "spark.driver.extraJavaOptions=-Dderby.system.home=$STATE" >"$STATE/start.log" 2>&1 \
+      || { cat "$STATE/start.log" >&2; exit 1; }
+    for _ in $(seq 1 120); do
+      if port_open; then echo "connect server: listening on sc://127.0.0.1:$PORT (logs in $STATE)"; exit 0; fi
+      sleep 1
+    done
+    echo "connect server: port $PORT not open after 120 s; log:" >&2
+    tail -n 40 "$STATE"/*.out >&2 || true
+    "$SPARK_HOME/sbin/stop-connect-server.sh" >/dev/null 2>&1 || true
+    exit 1
+    ;;
+  stop)
+    "$SPARK_HOME/sbin/stop-connect-server.sh" >/dev/null 2>&1 || true
+    echo "connect server: stopped"
+    ;;
+  status)
+    if port_open; then echo "connect server: up on port $PORT"; else echo "connect server: down"; exit 1; fi
+    ;;
+  *)
+    echo "usage: $0 start|stop|status" >&2; exit 2 ;;
+esac
