@@ -275,7 +275,7 @@ class TestConcurrentRuns(LandingBase):
     def two_runs(self, project, tmp_path, a_args, b_args):
         barrier = tmp_path / "barrier"
         barrier.mkdir()
-        wrapper = tmp_path / "dbt_held.py"
+        wrapper = tmp_path / "held_landing.py"
         wrapper.write_text(WRAPPER)
         env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "RUN_BARRIER": str(barrier), "RUN_FIRST": "a"}
         procs = {}
