@@ -218,26 +218,24 @@ class TestFailuresLandNothing(LandingBase):
         assert landing.message.startswith("dbt build ") and "seed.test.payments" in landing.message
 
 
-# Two real `dbt run` processes (each its own JVM) on one branch. A wrapper holds each process at
-# its landing until both have reached it, so both forked from the same head; then the first lands
-# and the second follows it.
+# Real `dbt run` processes (each its own JVM) on one branch. A wrapper holds each process at its
+# landing until all have reached it, so all forked from the same head; then they land in order.
 WRAPPER = textwrap.dedent("""
     import os, sys, time
     from dbt.adapters.branchspark import run_landing
 
-    barrier, me, first = os.environ["RUN_BARRIER"], os.environ["RUN_NAME"], os.environ["RUN_FIRST"]
+    barrier, me, order = os.environ["RUN_BARRIER"], os.environ["RUN_NAME"], os.environ["RUN_ORDER"].split(",")
     land = run_landing.InvocationRun.land
 
     def wait_for(names):
-        deadline = time.time() + 300
+        deadline = time.time() + 600
         while not all(os.path.exists(os.path.join(barrier, n)) for n in names) and time.time() < deadline:
             time.sleep(0.2)
 
     def held_land(self):
         open(os.path.join(barrier, me + ".ready"), "w").close()
-        wait_for(["a.ready", "b.ready"])
-        if me != first:
-            wait_for([first + ".done"])
+        wait_for([name + ".ready" for name in order])
+        wait_for([name + ".done" for name in order[:order.index(me)]])
         try:
             land(self)
         finally:
@@ -272,14 +270,16 @@ class TestConcurrentRuns(LandingBase):
     def models(self):
         return {"stg_payments.sql": STG, "left_side.sql": LEFT, "right_side.sql": RIGHT, "keyed.sql": INCREMENTAL}
 
-    def two_runs(self, project, tmp_path, a_args, b_args):
+    def concurrent_runs(self, project, tmp_path, runs):
+        """Start one `dbt run` process per (name, args), all at once; they land in the order given."""
         barrier = tmp_path / "barrier"
         barrier.mkdir()
-        wrapper = tmp_path / "held_landing.py"
+        wrapper = tmp_path / "held_landing.py"  # not dbt_*: dbt imports such modules as plugins
         wrapper.write_text(WRAPPER)
-        env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "RUN_BARRIER": str(barrier), "RUN_FIRST": "a"}
+        env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "RUN_BARRIER": str(barrier),
+               "RUN_ORDER": ",".join(name for name, _ in runs)}
         procs = {}
-        for name, args in (("a", a_args), ("b", b_args)):
+        for name, args in runs:
             procs[name] = subprocess.Popen(
                 [sys.executable, str(wrapper), "run", *args, "--project-dir", str(project.project_root),
                  "--profiles-dir", str(project.profiles_dir), "--target-path", f"target_{name}"],
@@ -287,51 +287,47 @@ class TestConcurrentRuns(LandingBase):
                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         outs = {}
         for name, proc in procs.items():
-            out, _ = proc.communicate(timeout=400)
+            out, _ = proc.communicate(timeout=900)
             outs[name] = (proc.returncode, out)
         return outs
 
-    def test_disjoint_models_both_land(self, project, lakehouse, tmp_path):
+    def test_concurrent_runs_on_one_branch(self, project, lakehouse, tmp_path):
         self.schema = project.test_schema
         run_dbt(["seed"])
         run_dbt(["run"])
         before = lakehouse.get_branch(self.branch).head
-        outs = self.two_runs(project, tmp_path, ["-s", "left_side", "--vars", "{label: from_a}"],
-                             ["-s", "right_side", "--vars", "{label: from_b}"])
+        # a and b build different models; c changes the row of keyed that a changes, differently
+        outs = self.concurrent_runs(project, tmp_path, [
+            ("a", ["-s", "left_side", "keyed", "--vars", "{label: from_a}"]),
+            ("b", ["-s", "right_side", "--vars", "{label: from_b}"]),
+            ("c", ["-s", "keyed", "--vars", "{label: from_c}"]),
+        ])
         assert outs["a"][0] == 0, outs["a"][1][-3000:]
         assert outs["b"][0] == 0, outs["b"][1][-3000:]
+
+        # disjoint models both land: a's as a landing (B had not moved), b's as a three-way merge
+        b_landing, a_landing = self.first_parents(lakehouse, self.branch, before)
+        assert "model.test.left_side" in a_landing.message and "model.test.keyed" in a_landing.message
+        assert "landed 1 node from dbt/" in b_landing.message
+        assert "model.test.right_side" in b_landing.message
+        assert len(a_landing.parents) == 2 and len(b_landing.parents) == 2
         assert self.rows(lakehouse, "left_side") == [(1, "from_a"), (2, "from_a")]
         assert self.rows(lakehouse, "right_side") == [(2, "from_b"), (3, "from_b")]
-        # two landings on B: a's (B had not moved) and b's three-way merge, each with two parents
-        b_landing, a_landing = self.first_parents(lakehouse, self.branch, before)
-        assert "model.test.left_side" in a_landing.message and "model.test.right_side" in b_landing.message
-        assert len(a_landing.parents) == 2 and len(b_landing.parents) == 2
-        assert self.run_branches(lakehouse, self.branch) == []
         # metadata only: the merge reused the segments each run wrote
-        store = lakehouse.store
         merged = lakehouse.snapshot(self.branch)
-        for table in ("left_side", "right_side"):
-            segments = set(merged.state(f"{self.schema}.{table}").segments)
+        for table in ("left_side", "right_side", "keyed"):
+            name = f"{self.schema}.{table}"
             sides = set()
             for parent in b_landing.parents:
-                sides |= set(lakehouse.snapshot(parent).state(f"{self.schema}.{table}").segments)
-            assert segments <= sides
-        assert store is lakehouse.store
+                sides |= set(lakehouse.snapshot(parent).state(name).segments)
+            assert set(merged.state(name).segments) <= sides
 
-    def test_same_rows_changed_differently_later_run_fails(self, project, lakehouse, tmp_path):
-        self.schema = project.test_schema
-        before = lakehouse.get_branch(self.branch).head
-        outs = self.two_runs(project, tmp_path, ["-s", "keyed", "--vars", "{label: from_a}"],
-                             ["-s", "keyed", "--vars", "{label: from_b}"])
-        assert outs["a"][0] == 0, outs["a"][1][-3000:]
-        code, out = outs["b"]
+        # the same row changed differently: c, landing after a, fails with the conflict report
+        code, out = outs["c"]
         assert code != 0, out[-3000:]
-        # the conflict report: the table, both operations, the per-key rule; nothing of b landed
         assert f"nothing landed on branch '{self.branch}'" in out
         assert f"{self.schema}.keyed" in out and "conflict" in out.lower()
-        (a_landing,) = self.first_parents(lakehouse, self.branch, before)
-        assert "model.test.keyed" in a_landing.message
         assert self.rows(lakehouse, "keyed") == [(1, "from_a"), (2, "start"), (3, "start")]
         (kept,) = self.run_branches(lakehouse, self.branch)
-        assert kept in out
-        assert self.rows(lakehouse, "keyed", at=kept)[0] == (1, "from_b")
+        assert kept in out and kept.startswith(f"dbt/{self.branch}/run-")
+        assert self.rows(lakehouse, "keyed", at=kept)[0] == (1, "from_c")
