@@ -300,9 +300,10 @@ class Lakehouse:
         report = GcReport()
         if drop_run_branches_after is not None:
             expiry = datetime.now(timezone.utc).replace(tzinfo=None) - timedelta(seconds=drop_run_branches_after)
-            heads = self.store.commits([b.head for b in branches if b.name.startswith(RUN_BRANCH_PREFIX)])
-            for branch in [b for b in branches if b.name.startswith(RUN_BRANCH_PREFIX)]:
-                if heads[branch.head].ts <= expiry:  # commit times are naive UTC
+            runs = [b for b in branches if b.name.startswith(RUN_BRANCH_PREFIX)]
+            run_heads = self.store.commits([b.head for b in runs])
+            for branch in runs:
+                if run_heads[branch.head].ts <= expiry:  # commit times are naive UTC
                     report.dropped_branches.append(branch.name)
                     if not dry_run:
                         self.store.drop_branch(branch.name)

@@ -41,7 +41,7 @@ logger = AdapterLogger("branchspark")
 
 WRITING_COMMANDS = ("run", "build", "seed", "snapshot")
 LANDING_MODES = ("run", "per_model")
-RUN_BRANCH_PREFIX = "dbt"
+RUN_BRANCH_PREFIX = "dbt"  # lakehouse.RUN_BRANCH_PREFIX: gc can expire kept run branches
 STATE_FILE = "branchspark_run.json"
 # node statuses that stop a run from landing (warn and skipped do not: a skip always follows a failure)
 FAILED_STATUSES = {"error", "fail", "runtime error", "partial success"}
