@@ -29,3 +29,13 @@ def model_message(unique_id: str, batch_id: Optional[Any] = None) -> str:
 def statement_message(what: str) -> str:
     """A statement outside a model build (hook, operation, test SQL): `dbt run <id>: sql insert db.t`."""
     return f"dbt {_invocation()}: sql {what}"
+
+
+def node_of(message: str) -> Optional[str]:
+    """The node a model build's commit message names (`dbt run <id>: model.pkg.x [batch b]`), else None."""
+    if not message.startswith("dbt ") or ": " not in message:
+        return None
+    node = message.split(": ", 1)[1]
+    if node.startswith("sql ") or " " in node.split(" batch ", 1)[0]:
+        return None
+    return node.split(" batch ", 1)[0] or None

@@ -24,6 +24,7 @@ from dbt.adapters.branchspark.branch_session import (
     statement_transaction,
 )
 from dbt.adapters.branchspark.credentials import BranchSparkCredentials
+from dbt.adapters.branchspark.run_landing import session_branch
 from dbt.adapters.branchspark.spark_session import spark_session
 from dbt.adapters.branchspark.sql_router import RoutedResult, StatementRouter
 from dbt.adapters.branchspark.sql_text import split_statements
@@ -196,7 +197,8 @@ class BranchSparkConnectionManager(SparkConnectionManager):
                 if lakehouse.branch_exists(name) and not lakehouse.get_branch(name).protected:
                     lakehouse.protect_branch(name)
             refuse_protected_builds(lakehouse, creds.branch)
-            branch_session = BranchSession(spark, lakehouse, creds.branch)
+            # a writing invocation works on its run branch, merged into the target at its end
+            branch_session = BranchSession(spark, lakehouse, session_branch(lakehouse, creds))
             branch_session.expose_branch()
         except Exception as exc:
             raise FailedToConnectError(error_line(exc)) from exc

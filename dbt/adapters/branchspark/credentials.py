@@ -28,6 +28,10 @@ class BranchSparkCredentials(SparkCredentials):
     create_branch_from: Optional[str] = None
     # Branches that change only by merge (e.g. [main]); marked protected in the catalog on connect.
     protected_branches: List[str] = field(default_factory=list)
+    # How a writing invocation (run, build, seed, snapshot) lands: `run` (default) builds on a run
+    # branch merged in as one commit when everything succeeded; `per_model` commits each model straight
+    # onto the branch (partial results stay). See docs/runs.md.
+    landing: str = "run"
 
     def __post_init__(self) -> None:
         if self.schema is None:
@@ -59,6 +63,10 @@ class BranchSparkCredentials(SparkCredentials):
         if isinstance(self.protected_branches, str):
             self.protected_branches = [self.protected_branches]
         self.protected_branches = [str(b) for b in (self.protected_branches or [])]
+        self.landing = str(self.landing or "run").lower().replace("-", "_")
+        if self.landing not in ("run", "per_model"):
+            raise DbtRuntimeError(f"landing: {self.landing}: use `run` (the whole invocation lands as one commit, "
+                                  f"or nothing does) or `per_model` (each model commits on the branch)")
         self.server_side_parameters = {str(k): str(v) for k, v in self.server_side_parameters.items()}
 
     @property
@@ -80,7 +88,7 @@ class BranchSparkCredentials(SparkCredentials):
 
     def _connection_keys(self) -> Tuple[str, ...]:
         return ("method", "host", "branch", "catalog", "warehouse", "schema", "create_branch_from",
-                "protected_branches")
+                "protected_branches", "landing")
 
     def resolved_warehouse(self) -> str:
         """Absolute warehouse location: URIs as given, paths relative to the project dir."""

@@ -18,7 +18,7 @@ from dbt_common.clients.agate_helper import DEFAULT_TYPE_TESTER, table_from_rows
 from dbt_common.exceptions import DbtRuntimeError
 from typing_extensions import TypeAlias
 
-from dbt.adapters.branchspark import model_writes
+from dbt.adapters.branchspark import model_writes, run_landing
 from dbt.adapters.branchspark.branch_views import VIEW
 from dbt.adapters.branchspark.commit_messages import model_message
 from dbt.adapters.branchspark.connections import BranchSparkConnectionManager, BranchSparkHandle, error_line
@@ -41,6 +41,17 @@ class BranchSparkAdapter(SparkAdapter):
     Relation: TypeAlias = BranchSparkRelation  # type: ignore[assignment]
     ConnectionManager: TypeAlias = BranchSparkConnectionManager  # type: ignore[assignment]
     Column: TypeAlias = SparkColumn
+
+    def __init__(self, config, *args, **kwargs) -> None:
+        super().__init__(config, *args, **kwargs)
+        run_landing.adapter_created(getattr(config, "project_root", None), getattr(config, "target_path", None))
+
+    def cleanup_connections(self) -> None:
+        """dbt calls this when a task ends (after the on-run-end hooks): land or keep the run branch."""
+        try:
+            run_landing.finish_invocation()
+        finally:
+            super().cleanup_connections()
 
     # -- plumbing -------------------------------------------------------------------------
     def _handle(self) -> BranchSparkHandle:
@@ -455,7 +466,7 @@ class BranchSparkAdapter(SparkAdapter):
 
         lakehouse = self._handle().branch_session.lakehouse
         return make_request(lakehouse, self._changes_table(table), from_version, to, branch, net,
-                            self.config.credentials.branch)
+                            self._handle().branch_session.branch)
 
     @available.parse_none
     def branch_changes_relation(self, table, from_version=None, to=None, branch=None, net=False):
@@ -478,7 +489,8 @@ class BranchSparkAdapter(SparkAdapter):
 
         lakehouse = self._handle().branch_session.lakehouse
         name = self._changes_table(relation)
-        return self._run("branch_changes", lambda: last_change_commit(lakehouse, self.config.credentials.branch, name))
+        branch = self._handle().branch_session.branch  # the run branch during a run: its own builds count
+        return self._run("branch_changes", lambda: last_change_commit(lakehouse, branch, name))
 
     @available.parse_none
     def branch_changes_summary(self, table, from_version=None, to=None, branch=None, net=False, limit=10) -> str:

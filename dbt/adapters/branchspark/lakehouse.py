@@ -15,7 +15,7 @@ import os
 import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 from pyspark.sql import DataFrame, SparkSession
 
@@ -29,6 +29,9 @@ from .storage.writer import SegmentWriter
 from .transaction import Transaction
 
 FAULT_ENV = "BRANCHSPARK_FAULT"
+# dbt invocations write run branches `dbt/<branch>/<command>-<invocation id>` (docs/runs.md); a failed
+# run's is kept for inspection until dropped, or until gc expires it
+RUN_BRANCH_PREFIX = "dbt/"
 
 
 def fault_from_env() -> Callable[[str], None] | None:
@@ -65,6 +68,7 @@ class GcReport:
     kept_files: int = 0
     referenced_segments: int = 0
     referenced_tombstones: int = 0
+    dropped_branches: list[str] = field(default_factory=list)
 
 
 class Snapshot:
@@ -306,14 +310,28 @@ class Lakehouse:
         return tx.commit_info
 
     # ------------------------------------------------------------------- gc
-    def gc(self, grace_seconds: float = 3600.0, dry_run: bool = False) -> GcReport:
+    def gc(self, grace_seconds: float = 3600.0, dry_run: bool = False,
+           drop_run_branches_after: float | None = None) -> GcReport:
         """Delete files that no commit reachable from a branch references.
 
         Files younger than `grace_seconds` are kept: a writer may be between writing them and committing.
+        With `drop_run_branches_after` (seconds), kept dbt run branches whose head is older are dropped first.
         """
         import time
 
-        heads = [b.head for b in self.store.list_branches()] + self.store.pinned_commits()
+        branches = self.store.list_branches()
+        report = GcReport()
+        if drop_run_branches_after is not None:
+            expiry = datetime.now(timezone.utc).replace(tzinfo=None) - timedelta(seconds=drop_run_branches_after)
+            runs = [b for b in branches if b.name.startswith(RUN_BRANCH_PREFIX)]
+            run_heads = self.store.commits([b.head for b in runs])
+            for branch in runs:
+                if run_heads[branch.head].ts <= expiry:  # commit times are naive UTC
+                    report.dropped_branches.append(branch.name)
+                    if not dry_run:
+                        self.store.drop_branch(branch.name)
+            branches = [b for b in branches if b.name not in report.dropped_branches]
+        heads = [b.head for b in branches] + self.store.pinned_commits()
         commits = self.store.reachable_commits(heads)
         version_ids = {entry[0] for cid in commits for entry in self.store.root(cid).tables.values()}
         tables = self.store.tables(version_ids).values()
@@ -321,7 +339,7 @@ class Lakehouse:
         tombstone_ids = {s for t in tables for s in t.tombstones}
         keep_roots = {_segment_root(s.path) for s in self.store.segments(segment_ids).values()}
         keep_roots |= {t.path for t in self.store.tombstones(tombstone_ids).values()}
-        report = GcReport(referenced_segments=len(segment_ids), referenced_tombstones=len(tombstone_ids))
+        report.referenced_segments, report.referenced_tombstones = len(segment_ids), len(tombstone_ids)
         cutoff = time.time() - grace_seconds
         for path, mtime in self.warehouse.list_files("tables"):
             if _under_any(path, keep_roots) or mtime > cutoff:

@@ -156,12 +156,16 @@ def show(obj: Context, table_name, ref):
 @cli.command()
 @click.option("--grace", type=float, default=3600.0, show_default=True,
               help="Keep unreferenced files younger than this many seconds (writers in flight).")
+@click.option("--drop-run-branches-after", type=float, default=None,
+              help="First drop kept dbt run branches (dbt/...) whose head is older than this many seconds.")
 @click.option("--dry-run", is_flag=True)
 @click.pass_obj
-def gc(obj: Context, grace, dry_run):
+def gc(obj: Context, grace, drop_run_branches_after, dry_run):
     """Delete files that no commit of any branch references."""
-    report = obj.lakehouse.gc(grace_seconds=grace, dry_run=dry_run)
+    report = obj.lakehouse.gc(grace_seconds=grace, dry_run=dry_run, drop_run_branches_after=drop_run_branches_after)
     verb = "would delete" if dry_run else "deleted"
+    for name in report.dropped_branches:
+        console.print(f"{'would drop' if dry_run else 'dropped'} run branch {name}")
     console.print(f"{verb} {len(report.deleted_files)} files; kept {report.kept_files} "
                   f"({report.referenced_segments} segments, {report.referenced_tombstones} tombstones referenced)")
 
