@@ -97,3 +97,7 @@ class MergeConflict(BranchsparkError):
 
 class WriteConflict(BranchsparkError):
     """A write whose branch moved could not be replayed onto the new head (it conflicts, or kept losing the race)."""
+
+
+class CatalogUnavailable(BranchsparkError):
+    """The catalog database cannot be reached or opened (the message never shows a password)."""

@@ -22,7 +22,7 @@ from pyspark.sql import DataFrame, SparkSession
 from . import errors
 from .catalog.namespace import Namespace, check_branch_name
 from .catalog.state import BranchInfo, CommitInfo, DatabaseInfo, TableInfo, TableState
-from .catalog.store import MAIN, CatalogStore, default_catalog_url, utcnow
+from .catalog.store import CATALOG_URL_ENV, MAIN, CatalogStore, default_catalog_url, utcnow
 from .commit_replay import is_hidden_branch
 from .storage.layout import SEGMENT_COLUMN, Warehouse
 from .storage.reader import TableReader
@@ -134,7 +134,7 @@ class Lakehouse:
                  fault: Callable[[str], None] | None = None):
         self._spark = spark  # None: started on first data access, so metadata commands need no JVM
         self.warehouse = Warehouse(warehouse)
-        self.catalog_url = catalog_url or default_catalog_url(warehouse)
+        self.catalog_url = catalog_url or os.environ.get(CATALOG_URL_ENV) or default_catalog_url(warehouse)
         self.store = CatalogStore(self.catalog_url)
         self.fault = fault or fault_from_env()
 
