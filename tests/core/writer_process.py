@@ -3,6 +3,8 @@
     writer_process.py WAREHOUSE insert --branch B --table T --first-id N [--commits C --rows R]
     writer_process.py WAREHOUSE merge --source S --branch B
     writer_process.py WAREHOUSE gc
+    writer_process.py WAREHOUSE stale-insert --branch B --table T --first-id N
+        (a transaction whose head another commit moves before it commits: the replay path)
 
 With BRANCHSPARK_FAULT=<point> it dies (SIGKILL) at that fault-injection point. `--catalog` selects the
 catalog URL (default: SQLite in the warehouse); `--barrier DIR` lines processes up: each, once warm, creates
@@ -25,7 +27,7 @@ SMALL_SPARK = {"spark.sql.shuffle.partitions": "1", "spark.default.parallelism":
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("warehouse")
-    parser.add_argument("action", choices=["insert", "merge", "gc"])
+    parser.add_argument("action", choices=["insert", "merge", "gc", "stale-insert"])
     parser.add_argument("--catalog")
     parser.add_argument("--branch", default="main")
     parser.add_argument("--table")
@@ -52,6 +54,16 @@ def main() -> None:
             started = time.monotonic()
             lakehouse.branch(args.branch).insert(args.table, rows, message=f"insert from {first}")
             print(f"committed {i} {time.monotonic() - started:.3f}", flush=True)
+    elif args.action == "stale-insert":
+        def rows_from(first):
+            return spark.range(first, first + args.rows).selectExpr("id", "cast(id * 10 as double) as amount")
+
+        slow = lakehouse.transaction(args.branch, message=f"insert from {args.first_id}")
+        slow.insert(args.table, rows_from(args.first_id))
+        lakehouse.branch(args.branch).insert(args.table, rows_from(args.first_id + args.rows),
+                                             message=f"insert from {args.first_id + args.rows}")
+        slow.commit()
+        print("committed stale", flush=True)
     elif args.action == "merge":
         result = lakehouse.merge(args.source, args.branch)
         print(f"committed {result.status}", flush=True)
