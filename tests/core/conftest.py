@@ -1,6 +1,16 @@
 import pytest
 
 from dbt.adapters.branchspark.lakehouse import Lakehouse
+from tests.pg_catalog import fresh_pg_catalog
+
+# Modules whose tests also run on a PostgreSQL catalog (the catalog and merge tests); the rest use SQLite only.
+PG_MODULES = {"test_branches", "test_versions", "test_errors", "test_crash_and_gc", "test_concurrency",
+              "test_merge_base", "test_merge_matrix", "test_merge_rules", "test_commit_retry"}
+
+
+def pytest_generate_tests(metafunc):
+    if "catalog_url" in metafunc.fixturenames and metafunc.module.__name__.rsplit(".", 1)[-1] in PG_MODULES:
+        metafunc.parametrize("catalog_url", ["sqlite", "postgresql"], indirect=True)
 
 
 @pytest.fixture
@@ -9,9 +19,19 @@ def warehouse(tmp_path):
 
 
 @pytest.fixture
-def lh(spark, warehouse):
-    """A new catalog (a real SQLite file) and warehouse per test."""
-    lakehouse = Lakehouse(spark, warehouse)
+def catalog_url(request):
+    """The catalog URL of a test: None (a SQLite file in the warehouse) or a fresh PostgreSQL database."""
+    if getattr(request, "param", "sqlite") == "sqlite":
+        yield None
+        return
+    with fresh_pg_catalog() as url:
+        yield url
+
+
+@pytest.fixture
+def lh(spark, warehouse, catalog_url):
+    """A new catalog (a real SQLite file, or a new PostgreSQL database) and warehouse per test."""
+    lakehouse = Lakehouse(spark, warehouse, catalog_url)
     yield lakehouse
     lakehouse.store.dispose()
 

@@ -21,7 +21,7 @@ def test_new_catalog_has_main_and_is_migrated(lh):
 def test_reopening_a_catalog_keeps_its_state(lh, spark, orders, warehouse):
     from dbt.adapters.branchspark.lakehouse import Lakehouse
 
-    again = Lakehouse(spark, warehouse)
+    again = Lakehouse(spark, warehouse, lh.catalog_url)
     assert rows(again.read(orders)) == rows(lh.read(orders))
     assert [b.name for b in again.list_branches()] == ["main"]
 

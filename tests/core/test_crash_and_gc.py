@@ -1,5 +1,6 @@
-"""A writer killed between writing its files and committing leaves every branch as it was;
-`gc` removes the orphan files and never a referenced one."""
+"""A process killed (SIGKILL) at any fault-injection point of a write, a replayed write, a merge or `gc`
+leaves every branch at a consistent commit, every referenced file present and the catalog readable;
+rerunning the work completes it. `gc` removes the orphans and never a referenced file."""
 import os
 import subprocess
 import sys
@@ -16,29 +17,62 @@ def parquet_files(warehouse):
     return sorted(str(p) for p in Path(warehouse).rglob("*.parquet"))
 
 
-def run_writer(warehouse, branch, table, first_id, fault=None):
+def run_process(warehouse, catalog_url, *args, fault=None):
     env = dict(os.environ, PYTHONPATH=str(HERE.parent.parent))
     env.pop("BRANCHSPARK_FAULT", None)
     if fault:
         env["BRANCHSPARK_FAULT"] = fault
-    return subprocess.run([sys.executable, str(HERE / "writer_process.py"), warehouse, branch, table, str(first_id)],
-                          env=env, capture_output=True, text=True, timeout=300)
+    command = [sys.executable, str(HERE / "writer_process.py"), warehouse, *args]
+    if catalog_url:
+        command += ["--catalog", catalog_url]
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
 
 
-@pytest.mark.parametrize("fault", ["write.after_files", "commit.before_head_swap"])
-def test_writer_killed_before_commit_changes_no_branch_and_gc_removes_its_files(lh, spark, orders, warehouse, fault):
+def run_writer(warehouse, catalog_url, branch, table, first_id, fault=None, action="insert"):
+    return run_process(warehouse, catalog_url, action, "--branch", branch, "--table", table,
+                       "--first-id", str(first_id), fault=fault)
+
+
+def assert_killed(result):
+    assert result.returncode == -9, result.stderr[-2000:]  # SIGKILL, as a crash
+    assert "committed" not in result.stdout
+
+
+def assert_consistent(lh, warehouse):
+    """Every commit a branch (hidden ones too) reaches has all its files, and every table reads."""
+    heads = [b.head for b in lh.store.list_branches()]
+    for commit in lh.store.reachable_commits(heads):
+        root = lh.store.root(commit)
+        tables = lh.store.tables(entry[0] for entry in root.tables.values()).values()
+        for segment in lh.store.segments(s for t in tables for s in t.segments).values():
+            for name in segment.files:
+                assert (Path(warehouse) / segment.path / name).is_file(), (commit, segment.path, name)
+        for tombstone in lh.store.tombstones(s for t in tables for s in t.tombstones).values():
+            assert list((Path(warehouse) / tombstone.path).glob("*.parquet")), (commit, tombstone.path)
+    for branch in lh.list_branches():
+        snapshot = lh.snapshot(branch.name)
+        for table in snapshot.tables():
+            if table.kind == "table":
+                snapshot.read(f"{table.database}.{table.name}").count()
+
+
+WRITE_FAULTS = ["write.after_files", "write.before_commit", "commit.before_head_swap"]
+
+
+@pytest.mark.parametrize("fault", WRITE_FAULTS)
+def test_writer_killed_before_commit_changes_no_branch_and_gc_removes_its_files(lh, spark, orders, warehouse,
+                                                                                 fault):
     lh.create_branch("dev")
     heads = {b.name: b.head for b in lh.list_branches()}
     data = {name: rows(lh.read(orders, at=name)) for name in heads}
     files_before = parquet_files(warehouse)
 
-    result = run_writer(warehouse, "dev", orders, 1000, fault=fault)
-    assert result.returncode == -9, result.stderr[-2000:]  # SIGKILL, as a crash
-    assert "committed" not in result.stdout
+    assert_killed(run_writer(warehouse, lh.catalog_url, "dev", orders, 1000, fault=fault))
 
     orphans = sorted(set(parquet_files(warehouse)) - set(files_before))
     assert orphans, "the writer should have left its data files behind"
     assert {b.name: b.head for b in lh.list_branches()} == heads
+    assert_consistent(lh, warehouse)
     for name in heads:
         assert rows(lh.read(orders, at=name)) == data[name]
 
@@ -51,8 +85,84 @@ def test_writer_killed_before_commit_changes_no_branch_and_gc_removes_its_files(
         assert rows(lh.read(orders, at=name)) == data[name]
 
     # Rerunning the work completes it.
-    assert run_writer(warehouse, "dev", orders, 1000).returncode == 0
+    assert run_writer(warehouse, lh.catalog_url, "dev", orders, 1000).returncode == 0
     assert lh.read(orders, at="dev").count() == 105
+
+
+@pytest.mark.parametrize("fault", ["retry.after_staged_commit"])
+def test_writer_killed_while_replaying_onto_a_moved_head(lh, spark, orders, warehouse, fault):
+    """The process's own second commit moves the head, so its first one is replayed; it dies in the replay."""
+    result = run_writer(warehouse, lh.catalog_url, "main", orders, 1000, fault=fault, action="stale-insert")
+    assert_killed(result)
+    # The other commit landed; the replayed one did not, and a hidden branch may hold its staged commit.
+    assert lh.read(orders).count() == 105
+    assert_consistent(lh, warehouse)
+    assert [b.name for b in lh.list_branches()] == ["main"]
+    lh.gc(grace_seconds=0)  # drops a crashed writer's hidden branch and its files
+    assert [b.name for b in lh.store.list_branches()] == ["main"]
+    assert_consistent(lh, warehouse)
+    assert lh.read(orders).count() == 105
+
+    assert run_writer(warehouse, lh.catalog_url, "main", orders, 2000, action="stale-insert").returncode == 0
+    assert lh.read(orders).count() == 305
+    assert [c.message for c in lh.log("main", limit=2)] == ["insert from 2000", "insert from 2100"]
+
+
+@pytest.fixture
+def keyed_divergence(lh, spark):
+    """main and dev both updated keys of shop.k since dev was made: merging dev writes a segment and a tombstone."""
+    with lh.transaction("main") as tx:
+        tx.create_database("shop")
+        tx.create_table_as("shop.k", spark.createDataFrame([(i, float(i)) for i in range(1, 6)],
+                                                           "id bigint, amount double"), primary_key=["id"])
+    lh.create_branch("dev")
+    lh.branch("dev").update("shop.k", "id = 1", {"amount": "100"})
+    lh.branch("main").update("shop.k", "id = 1", {"amount": "amount"})  # same key touched on both sides
+    lh.branch("main").update("shop.k", "id = 2", {"amount": "200"})
+    return "shop.k"
+
+
+@pytest.mark.parametrize("fault", ["write.after_files", "merge.before_commit", "commit.before_head_swap"])
+def test_merge_killed_leaves_both_branches_and_reruns(lh, spark, keyed_divergence, warehouse, fault):
+    table = keyed_divergence
+    heads = {b.name: b.head for b in lh.list_branches()}
+    files_before = parquet_files(warehouse)
+    result = run_process(warehouse, lh.catalog_url, "merge", "--source", "dev", "--branch", "main", fault=fault)
+    assert_killed(result)
+    assert {b.name: b.head for b in lh.list_branches()} == heads
+    assert set(parquet_files(warehouse)) > set(files_before)  # the merge's own files, now orphans
+    assert_consistent(lh, warehouse)
+
+    rerun = run_process(warehouse, lh.catalog_url, "merge", "--source", "dev", "--branch", "main")
+    assert rerun.returncode == 0, rerun.stderr[-2000:]
+    assert "committed merged" in rerun.stdout
+    assert rows(lh.read(table)) == [(1, 100.0), (2, 200.0), (3, 3.0), (4, 4.0), (5, 5.0)]
+    lh.gc(grace_seconds=0)
+    assert_consistent(lh, warehouse)
+
+
+def all_files(warehouse):
+    return {str(p) for p in (Path(warehouse) / "tables").rglob("*") if p.is_file()}
+
+
+def test_gc_killed_mid_delete_deletes_only_garbage_and_reruns(lh, spark, orders, warehouse):
+    files_before = all_files(warehouse)
+    for first_id in (1000, 2000):
+        assert_killed(run_writer(warehouse, lh.catalog_url, "main", orders, first_id, fault="write.after_files"))
+    orphans = all_files(warehouse) - files_before
+    assert len(orphans) >= 2
+
+    assert_killed(run_process(warehouse, lh.catalog_url, "gc", fault="gc.mid_delete"))
+    left = all_files(warehouse)
+    assert files_before <= left
+    assert len(left - files_before) == len(orphans) - 1  # stopped after its first delete
+    assert_consistent(lh, warehouse)
+    assert rows(lh.read(orders), "id") == [(i,) for i in range(1, 6)]
+
+    rerun = run_process(warehouse, lh.catalog_url, "gc")
+    assert rerun.returncode == 0, rerun.stderr[-2000:]
+    assert all_files(warehouse) == files_before
+    assert_consistent(lh, warehouse)
 
 
 def test_gc_keeps_files_of_every_reachable_commit(lh, spark, orders, warehouse):

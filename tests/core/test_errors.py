@@ -44,17 +44,20 @@ def test_write_to_a_dropped_table_is_refused(lh, spark, orders):
     assert lh.read(orders).count() == 5
 
 
-def test_stale_head_is_refused_not_overwritten(lh, spark, orders):
+def test_stale_head_with_a_conflicting_change_is_refused_not_overwritten(lh, spark, orders):
+    """The head moved and the slow writer's change conflicts with what landed (A3): nothing is written."""
     head, data = lh.get_branch("main").head, rows(lh.read(orders))
     slow = Transaction(lh, "main", message="slow writer")
-    slow.delete(orders, "id = 1")
-    lh.branch("main").delete(orders, "id = 2", message="fast writer")
+    slow.update(orders, "id = 1", {"amount": "amount + 1"})
+    lh.branch("main").update(orders, "id = 2", {"amount": "amount + 2"}, message="fast writer")
     fast_head = lh.get_branch("main").head
-    with pytest.raises(errors.StaleHead, match="moved while committing"):
+    with pytest.raises(errors.WriteConflict, match="moved while this write ran") as caught:
         slow.commit()
+    assert "\n" not in str(caught.value)
     assert lh.get_branch("main").head == fast_head != head
-    assert rows(lh.read(orders), "id") == [(1,), (3,), (4,), (5,)]
+    assert rows(lh.read(orders)) == [(1, 10.0), (2, 22.0), (3, 30.0), (4, 40.0), (5, 50.0)]
     assert len(data) == 5
+    assert [b.name for b in lh.store.list_branches()] == ["main"]  # the hidden retry branch is gone
 
 
 def test_failed_operation_inside_a_transaction_commits_nothing(lh, spark, orders):

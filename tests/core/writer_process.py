@@ -1,12 +1,77 @@
-"""A writer run as its own process by the crash tests: it inserts rows, then (maybe) dies at a fault point."""
-import sys
+"""A writer run as its own OS process by the crash and concurrency tests (and bench/commit_throughput.py).
+
+    writer_process.py WAREHOUSE insert --branch B --table T --first-id N [--commits C --rows R]
+    writer_process.py WAREHOUSE merge --source S --branch B
+    writer_process.py WAREHOUSE gc
+    writer_process.py WAREHOUSE stale-insert --branch B --table T --first-id N
+        (a transaction whose head another commit moves before it commits: the replay path)
+
+With BRANCHSPARK_FAULT=<point> it dies (SIGKILL) at that fault-injection point. `--catalog` selects the
+catalog URL (default: SQLite in the warehouse); `--barrier DIR` lines processes up: each, once warm, creates
+DIR/ready-<pid> and waits for DIR/go. It prints one line per commit ("committed <i> <seconds>") and "done" at the end.
+"""
+import argparse
+import os
+import time
+from pathlib import Path
 
 from dbt.adapters.branchspark.lakehouse import Lakehouse
 from dbt.adapters.branchspark.storage.session import local_session
 
-warehouse, branch, table, first_id = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
-spark = local_session("local[1]")
-lakehouse = Lakehouse(spark, warehouse)
-rows = spark.range(first_id, first_id + 100).selectExpr("id", "cast(id * 10 as double) as amount")
-lakehouse.branch(branch).insert(table, rows, message=f"insert from {first_id}")
-print("committed")
+# A small, quick JVM: many of these run at once on two cores.
+SMALL_SPARK = {"spark.sql.shuffle.partitions": "1", "spark.default.parallelism": "1",
+               "spark.driver.memory": "512m", "spark.ui.enabled": "false",
+               "spark.driver.extraJavaOptions": "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xss4m"}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("warehouse")
+    parser.add_argument("action", choices=["insert", "merge", "gc", "stale-insert"])
+    parser.add_argument("--catalog")
+    parser.add_argument("--branch", default="main")
+    parser.add_argument("--table")
+    parser.add_argument("--first-id", type=int, default=0)
+    parser.add_argument("--commits", type=int, default=1)
+    parser.add_argument("--rows", type=int, default=100)
+    parser.add_argument("--source")
+    parser.add_argument("--barrier")
+    args = parser.parse_args()
+
+    spark = local_session("local[1]", SMALL_SPARK) if args.action != "gc" else None
+    lakehouse = Lakehouse(spark, args.warehouse, args.catalog)
+    if args.action == "insert":
+        spark.range(1).count()  # warm up before the start line
+    if args.barrier:
+        barrier = Path(args.barrier)
+        (barrier / f"ready-{os.getpid()}").touch()
+        while not (barrier / "go").exists():
+            time.sleep(0.05)
+    if args.action == "insert":
+        for i in range(args.commits):
+            first = args.first_id + i * args.rows
+            rows = spark.range(first, first + args.rows).selectExpr("id", "cast(id * 10 as double) as amount")
+            started = time.monotonic()
+            lakehouse.branch(args.branch).insert(args.table, rows, message=f"insert from {first}")
+            print(f"committed {i} {time.monotonic() - started:.3f}", flush=True)
+    elif args.action == "stale-insert":
+        def rows_from(first):
+            return spark.range(first, first + args.rows).selectExpr("id", "cast(id * 10 as double) as amount")
+
+        slow = lakehouse.transaction(args.branch, message=f"insert from {args.first_id}")
+        slow.insert(args.table, rows_from(args.first_id))
+        lakehouse.branch(args.branch).insert(args.table, rows_from(args.first_id + args.rows),
+                                             message=f"insert from {args.first_id + args.rows}")
+        slow.commit()
+        print("committed stale", flush=True)
+    elif args.action == "merge":
+        result = lakehouse.merge(args.source, args.branch)
+        print(f"committed {result.status}", flush=True)
+    else:
+        report = lakehouse.gc(grace_seconds=0)
+        print(f"committed gc {len(report.deleted_files)}", flush=True)
+    print("done", flush=True)
+
+
+if __name__ == "__main__":
+    main()

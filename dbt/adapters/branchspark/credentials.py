@@ -2,7 +2,7 @@
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from dbt.adapters.spark.connections import SparkCredentials
 from dbt_common.exceptions import DbtRuntimeError
@@ -19,7 +19,8 @@ class BranchSparkCredentials(SparkCredentials):
     # `session` (in-process Spark) or `connect` (Spark Connect; host: sc://host:port).
     method: str = SESSION_METHOD  # type: ignore[assignment]
     branch: str = "main"
-    # SQLAlchemy URL of the catalog; None means a SQLite file in the warehouse.
+    # SQLAlchemy URL of the catalog; None means $BRANCHSPARK_CATALOG_URL, else a SQLite file in the warehouse.
+    # A password may stay out of the profile: $BRANCHSPARK_CATALOG_PASSWORD fills it in.
     catalog: Optional[str] = None
     # Where table data goes; relative paths are taken from the project dir.
     warehouse: Optional[str] = None
@@ -89,6 +90,13 @@ class BranchSparkCredentials(SparkCredentials):
     def _connection_keys(self) -> Tuple[str, ...]:
         return ("method", "host", "branch", "catalog", "warehouse", "schema", "create_branch_from",
                 "protected_branches", "landing")
+
+    def connection_info(self, *, with_aliases: bool = False) -> Iterable[Tuple[str, Any]]:
+        """What `dbt debug` prints: the catalog URL without its password."""
+        from dbt.adapters.branchspark.catalog.store import redact_url
+
+        for key, value in super().connection_info(with_aliases=with_aliases):
+            yield key, redact_url(value) if key == "catalog" and value else value
 
     def resolved_warehouse(self) -> str:
         """Absolute warehouse location: URIs as given, paths relative to the project dir."""

@@ -93,3 +93,11 @@ class MergeConflict(BranchsparkError):
     def __init__(self, message: str, report=None):
         super().__init__(message)
         self.report = report or []
+
+
+class WriteConflict(BranchsparkError):
+    """A write whose branch moved could not be replayed onto the new head (it conflicts, or kept losing the race)."""
+
+
+class CatalogUnavailable(BranchsparkError):
+    """The catalog database cannot be reached or opened (the message never shows a password)."""

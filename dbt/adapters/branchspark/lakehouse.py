@@ -22,7 +22,8 @@ from pyspark.sql import DataFrame, SparkSession
 from . import errors
 from .catalog.namespace import Namespace, check_branch_name
 from .catalog.state import BranchInfo, CommitInfo, DatabaseInfo, TableInfo, TableState
-from .catalog.store import MAIN, CatalogStore, default_catalog_url
+from .catalog.store import CATALOG_URL_ENV, MAIN, CatalogStore, default_catalog_url, utcnow
+from .commit_replay import is_hidden_branch
 from .storage.layout import SEGMENT_COLUMN, Warehouse
 from .storage.reader import TableReader
 from .storage.writer import SegmentWriter
@@ -137,7 +138,7 @@ class Lakehouse:
                  fault: Callable[[str], None] | None = None):
         self._spark = spark  # None: started on first data access, so metadata commands need no JVM
         self.warehouse = Warehouse(warehouse)
-        self.catalog_url = catalog_url or default_catalog_url(warehouse)
+        self.catalog_url = catalog_url or os.environ.get(CATALOG_URL_ENV) or default_catalog_url(warehouse)
         self.store = CatalogStore(self.catalog_url)
         self.fault = fault or fault_from_env()
 
@@ -213,7 +214,8 @@ class Lakehouse:
         return self.store.find_branch(name) is not None
 
     def list_branches(self) -> list[BranchInfo]:
-        return self.store.list_branches()
+        """The user's branches (not the hidden ones a retrying writer holds for a moment)."""
+        return [b for b in self.store.list_branches() if not is_hidden_branch(b.name)]
 
     def get_branch(self, name: str) -> BranchInfo:
         return self.store.get_branch(name)
@@ -316,6 +318,8 @@ class Lakehouse:
 
         Files younger than `grace_seconds` are kept: a writer may be between writing them and committing.
         With `drop_run_branches_after` (seconds), kept dbt run branches whose head is older are dropped first.
+        Hidden branches of retrying writers keep their files; one older than the grace period belongs to a
+        writer that crashed, and is dropped.
         """
         import time
 
@@ -331,6 +335,11 @@ class Lakehouse:
                     if not dry_run:
                         self.store.drop_branch(branch.name)
             branches = [b for b in branches if b.name not in report.dropped_branches]
+        if not dry_run:
+            for stale in [b for b in branches if is_hidden_branch(b.name)
+                          and (utcnow() - b.created_at).total_seconds() > grace_seconds]:
+                self.store.drop_branch(stale.name)
+                branches.remove(stale)
         heads = [b.head for b in branches] + self.store.pinned_commits()
         commits = self.store.reachable_commits(heads)
         version_ids = {entry[0] for cid in commits for entry in self.store.root(cid).tables.values()}
@@ -348,6 +357,8 @@ class Lakehouse:
             report.deleted_files.append(path)
             if not dry_run:
                 self.warehouse.delete_file(path)
+                if self.fault and len(report.deleted_files) == 1:
+                    self.fault("gc.mid_delete")
         if not dry_run:
             self._remove_empty_dirs(keep_roots)
         return report

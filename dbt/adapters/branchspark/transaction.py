@@ -3,9 +3,10 @@
 Each operation validates its input before writing anything, writes its new
 files (segments, tombstones), stages new object versions and records the
 operation kinds of SPEC section 2. `commit()` moves the branch head by
-compare-and-swap; if the head moved meanwhile nothing is written and
-StaleHead is raised. Files of a transaction that never commits are garbage
-for `gc`.
+compare-and-swap; if the head moved meanwhile, the change is replayed onto
+the new head by the merge rules (commit_replay.py), or fails with
+WriteConflict when it conflicts. Files of a transaction that never commits
+are garbage for `gc`.
 """
 from __future__ import annotations
 
@@ -47,6 +48,7 @@ class Transaction:
         self.operations: list[OpInfo] = []
         self.commit_info: CommitInfo | None = None
         self.merge_parent: str | None = None  # set by a merge: the commit merged in, the second parent
+        self.auto_retry = True  # replay onto a moved head by the merge rules (commit_replay.py)
         self._done = False
 
     # ------------------------------------------------------------ plumbing
@@ -71,13 +73,27 @@ class Transaction:
         self._done = True
         if not self.operations and self.merge_parent is None:
             return None
+        if self.lakehouse.fault:
+            # Every file of the change (a write's or a merge's) is written; the catalog has not moved.
+            self.lakehouse.fault("merge.before_commit" if self.merge_parent else "write.before_commit")
         root, databases, tables = self.ns.finalize()
-        self.commit_info = self.store.commit(
-            self.branch, self.base_head, root, databases=databases, tables=tables,
-            schemas=self.ns.new_schemas.values(), segments=self.ns.new_segments.values(),
-            tombstones=self.ns.new_tombstones.values(), operations=self.operations,
-            message=self.message or _summary(self.operations), author=self.author, merge_parent=self.merge_parent,
-            allow_protected=self.allow_protected, fault=self.lakehouse.fault)
+
+        def commit_on(branch: str) -> CommitInfo:
+            return self.store.commit(
+                branch, self.base_head, root, databases=databases, tables=tables,
+                schemas=self.ns.new_schemas.values(), segments=self.ns.new_segments.values(),
+                tombstones=self.ns.new_tombstones.values(), operations=self.operations,
+                message=self.message or _summary(self.operations), author=self.author,
+                merge_parent=self.merge_parent, allow_protected=self.allow_protected, fault=self.lakehouse.fault)
+
+        try:
+            self.commit_info = commit_on(self.branch)
+        except errors.StaleHead:
+            if not self.auto_retry or self.merge_parent is not None:
+                raise
+            from .commit_replay import replay_stale_commit
+
+            self.commit_info = replay_stale_commit(self, commit_on)
         return self.commit_info
 
     def _record(self, kind: str, object_id: str, name: str, op: str, **detail) -> None:

@@ -10,6 +10,7 @@ cached forever once read.
 from __future__ import annotations
 
 import os
+import re
 import threading
 import uuid
 from collections.abc import Iterable, Iterator
@@ -19,7 +20,8 @@ from pathlib import Path
 from alembic import command
 from alembic.config import Config
 from sqlalchemy import create_engine, event, insert, select, update
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import Connection, Engine, make_url
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.pool import NullPool
 
 from .. import errors
@@ -38,6 +40,8 @@ from .state import (
 )
 
 MAIN = "main"
+CATALOG_URL_ENV = "BRANCHSPARK_CATALOG_URL"  # the catalog when neither the caller nor the profile names one
+CATALOG_PASSWORD_ENV = "BRANCHSPARK_CATALOG_PASSWORD"  # fills in a catalog URL given without its password
 _MIGRATIONS = Path(__file__).parent / "migrations"
 _ONE_MICROSECOND = 1
 
@@ -81,13 +85,48 @@ def make_engine(url: str) -> Engine:
     return create_engine(url, pool_pre_ping=True, hide_parameters=True)
 
 
+def redact_url(url: str) -> str:
+    """The URL as it may be shown: any password replaced by ***."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # not parseable: blank out whatever sits between user: and @
+        return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
+
+
+def with_env_password(url: str) -> str:
+    """`url`, with the password from BRANCHSPARK_CATALOG_PASSWORD when it names a user but no password."""
+    password = os.environ.get(CATALOG_PASSWORD_ENV)
+    if not password or url.startswith("sqlite"):
+        return url
+    parsed = make_url(url)
+    if parsed.username and parsed.password is None:
+        return parsed.set(password=password).render_as_string(hide_password=False)
+    return url
+
+
+def _scrub(text: str, url: str) -> str:
+    password = make_url(url).password if "://" in url else None
+    return text.replace(str(password), "***") if password else text
+
+
 class CatalogStore:
     def __init__(self, url: str):
+        url = with_env_password(url)
         self.url = url
-        self.engine = make_engine(url)
         self._cache: dict[tuple[str, str], object] = {}
         self._cache_lock = threading.Lock()
-        self._migrate_and_bootstrap()
+        try:
+            self.engine = make_engine(url)
+            self._migrate_and_bootstrap()
+        except SQLAlchemyError as exc:
+            # The driver's text names host, port, user and database, never the password; scrub it anyway.
+            detail = _scrub(str(getattr(exc, "orig", None) or exc).strip().splitlines()[0], url)
+            raise errors.CatalogUnavailable(
+                f"cannot open the catalog at {redact_url(url)}: {detail}: check the catalog URL (profile "
+                f"`catalog:` or {CATALOG_URL_ENV}) and that the server is up") from None
+
+    def __repr__(self) -> str:
+        return f"CatalogStore({redact_url(self.url)})"
 
     # ------------------------------------------------------------------ setup
     def _write(self) -> Connection:

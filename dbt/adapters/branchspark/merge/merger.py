@@ -417,19 +417,19 @@ class ThreeWayMerge:
     # -------------------------------------------------------------- write
     def write(self) -> str:
         seq = self.lakehouse.store.allocate_seq()
-        writer = self.lakehouse.writer
         for table_id, plan in self.tables.items():
             state = plan.state
             schema = self.ns.schema(state.schema_id)
             name = self._full_name(self.ns, state) if state.database_id in self.ns.databases else table_id
             new_segments, new_tombstones = [], []
             if plan.data is not None and plan.data.new_rows is not None:
-                written = writer.write_segments(state, schema, plan.data.new_rows, seq, plan.data.new_rows_kind,
-                                                fault=self.lakehouse.fault)
+                written = self.lakehouse.writer.write_segments(state, schema, plan.data.new_rows, seq,
+                                                               plan.data.new_rows_kind, fault=self.lakehouse.fault)
                 self.ns.add_segments(written)
                 new_segments = [s.id for s in written]
             if plan.data is not None and plan.data.doomed is not None:
-                tombstone = writer.write_tombstone(state, schema, plan.data.doomed, seq, fault=self.lakehouse.fault)
+                tombstone = self.lakehouse.writer.write_tombstone(state, schema, plan.data.doomed, seq,
+                                                                  fault=self.lakehouse.fault)
                 if tombstone is not None:
                     self.ns.add_tombstone(tombstone)
                     new_tombstones = [tombstone.id]
