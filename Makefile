@@ -16,7 +16,8 @@ install: $(VENV)/.installed
 # The second pass runs the dbt conformance suite and the merge tests through
 # Spark Connect at $BRANCHSPARK_TEST_CONNECT_URL (tests/connect_server.sh; .ci/run starts it);
 # without it the pass is skipped with the reason in its header (under CI=true it fails).
-CONNECT_TESTS := tests/functional/adapter $(wildcard tests/core/test_merge_*.py)
+CONNECT_TESTS := tests/functional/adapter tests/core/test_merge_base.py tests/core/test_merge_matrix.py \
+	tests/core/test_merge_rules.py
 
 test: install
 	$(PY) -m pytest tests -n 2 --dist loadscope -p no:cacheprovider -q
