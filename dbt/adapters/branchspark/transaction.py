@@ -436,34 +436,62 @@ class Transaction:
                 columns.append(F.col(quote(field.name)))
             else:
                 columns.append(F.col(quote(field.name)).cast(column.data_type).alias(column.name))
-        rows = df.select(*columns)
-        required = [c for c in schema.columns if not c.nullable]
-        if required:
-            violation = rows.filter(" OR ".join(f"{quote(c.name)} IS NULL" for c in required)).limit(1).count()
-            if violation:
-                raise errors.InvalidArgument(f"the data has NULL in NOT NULL column(s) "
-                                             f"{[c.name for c in required]} of '{name}': nothing was written")
-        return rows
+        return df.select(*columns)
 
-    def _check_unique_keys(self, name: str, state: TableState, rows: DataFrame, against_table: bool) -> None:
-        keys = [quote(k) for k in state.primary_key]
-        if rows.groupBy(*keys).count().filter("count > 1").limit(1).count():
-            raise errors.InvalidArgument(f"the data repeats primary key {list(state.primary_key)} values of "
-                                         f"'{name}': each key may appear once; nothing was written")
-        if against_table and state.segments:
+    def _write_checked(self, name: str, state: TableState, rows: DataFrame, seq: int, kind: str,
+                       key: list[str] | tuple = (), key_word: str = "primary key",
+                       against_table: bool = False) -> tuple[list, DataFrame]:
+        """Write `rows` (conformed) as new segments, then check them by reading the written files back:
+        NOT NULL columns, no repeated `key`, and (against_table) no key the table already holds.
+
+        The query behind `rows` runs once, for the write; the checks and whatever the caller derives
+        from the new rows (returned as a scan of the new files) read the small new segment instead.
+        If a check fails, the new files are deleted and nothing is staged."""
+        schema = self._schema(state)
+        writer = self.lakehouse.writer
+        segments = writer.write_segments(state, schema, rows, seq, kind, fault=self.lakehouse.fault)
+        try:
+            written = self.reader.read_segments(state, schema, segments)
+            self._check_rows(name, state, schema, written, list(key), key_word, against_table)
+        except BaseException:
+            writer.discard_segments(segments)
+            raise
+        return segments, written
+
+    def _check_rows(self, name: str, state: TableState, schema: Schema, rows: DataFrame, key: list[str],
+                    key_word: str, against_table: bool) -> None:
+        required = [quote(c.name) for c in schema.columns if not c.nullable]
+        null_flag = F.expr(" OR ".join(f"{c} IS NULL" for c in required)) if required else None
+        if key:
+            # One aggregation answers both questions, NULLs first (deterministic whichever row offends).
+            per_key = rows.groupBy(*[quote(k) for k in key]).agg(
+                F.count(F.lit(1)).alias("_bs_n"),
+                *([F.max(null_flag.cast("int")).alias("_bs_nulls")] if required else []))
+            found = per_key.agg(F.max((F.col("_bs_n") > 1).cast("int")).alias("dup"),
+                                (F.max("_bs_nulls") if required else F.lit(0)).alias("nulls")).first()
+            has_nulls, repeats = bool(found["nulls"]), bool(found["dup"])
+        else:
+            has_nulls = bool(required) and rows.filter(null_flag).limit(1).count() > 0
+            repeats = False
+        if has_nulls:
+            raise errors.InvalidArgument(f"the data has NULL in NOT NULL column(s) "
+                                         f"{[c.name for c in schema.columns if not c.nullable]} of '{name}': "
+                                         f"nothing was written")
+        if repeats:
+            raise errors.InvalidArgument(f"the data repeats {key_word} {key} values of '{name}': each key may "
+                                         f"appear once; nothing was written")
+        if against_table and key and state.segments:
+            keys = [quote(k) for k in key]
             existing = self.reader.read(state).select(*keys)
-            if rows.select(*keys).join(existing, list(state.primary_key), "left_semi").limit(1).count():
+            if rows.select(*keys).join(existing, list(key), "left_semi").limit(1).count():
                 raise errors.InvalidArgument(f"the data has primary keys that '{name}' already holds on branch "
                                              f"'{self.branch}': use upsert (merge on the key) or delete them first")
 
     def insert(self, name: str, df: DataFrame) -> None:
         state = self._writable_table(name)
         rows = self.conform(name, state, df)
-        if state.primary_key:
-            self._check_unique_keys(name, state, rows, against_table=True)
         seq = self._seq()
-        segments = self.lakehouse.writer.write_segments(state, self._schema(state), rows, seq, "data",
-                                                        fault=self.lakehouse.fault)
+        segments, _ = self._write_checked(name, state, rows, seq, "data", key=state.primary_key, against_table=True)
         self.ns.add_segments(segments)
         self.ns.put_table(state.evolve(segments=state.segments + tuple(s.id for s in segments)))
         self._record("table", state.id, name, "insert", seq=seq, segments_added=[s.id for s in segments])
@@ -534,13 +562,17 @@ class Transaction:
             raise errors.InvalidArgument(f"upsert into '{name}' needs a key: give key=[...] or declare a primary key")
         resolved = self._resolve_columns(name, schema, key)
         rows = self.conform(name, state, df)
-        if rows.groupBy(*[quote(k) for k in resolved]).count().filter("count > 1").limit(1).count():
-            raise errors.InvalidArgument(f"the data repeats key {resolved} values for '{name}': each key may appear "
-                                         f"once in a merge; nothing was written")
         seq = self._seq()
-        matched = self.reader.read(state, with_row_ids=True).join(rows.select(*resolved), resolved, "left_semi")
-        tombstone = self._tombstone(name, state, matched, seq)
-        segments = self.lakehouse.writer.write_segments(state, schema, rows, seq, "data", fault=self.lakehouse.fault)
+        # The new rows first: the key checks and the tombstone then read the written segment, not the query.
+        segments, written = self._write_checked(name, state, rows, seq, "data", key=resolved, key_word="key")
+        try:
+            matched = (self.reader.read(state, with_row_ids=True)
+                       .join(written.select(*[quote(k) for k in resolved]), resolved, "left_semi")
+                       if state.segments else None)
+            tombstone = self._tombstone(name, state, matched, seq) if matched is not None else None
+        except BaseException:
+            self.lakehouse.writer.discard_segments(segments)
+            raise
         self.ns.add_segments(segments)
         tombstones = state.tombstones + ((tombstone.id,) if tombstone else ())
         self.ns.put_table(state.evolve(segments=state.segments + tuple(s.id for s in segments),
@@ -555,18 +587,21 @@ class Transaction:
         the partitions present in `df`)."""
         state = self._writable_table(name)
         rows = self.conform(name, state, df)
-        if state.primary_key:
-            self._check_unique_keys(name, state, rows, against_table=False)
         if partitions is None:
-            self._replace_rows(name, state, rows, "data", "overwrite")
+            self._replace_rows(name, state, rows, "data", "overwrite", check=True)
             return
+        self._check_rows(name, state, self._schema(state), rows, list(state.primary_key), "primary key", False)
         self._overwrite_partitions(name, state, rows, partitions)
 
-    def _replace_rows(self, name: str, state: TableState, rows: DataFrame, kind: str, op: str) -> None:
+    def _replace_rows(self, name: str, state: TableState, rows: DataFrame, kind: str, op: str,
+                      check: bool = False) -> None:
         """Make `rows` the table's only segments (no tombstones): overwrite and compaction."""
         seq = self._seq()
-        segments = self.lakehouse.writer.write_segments(state, self._schema(state), rows, seq, kind,
-                                                        fault=self.lakehouse.fault)
+        if check:
+            segments, _ = self._write_checked(name, state, rows, seq, kind, key=state.primary_key)
+        else:
+            segments = self.lakehouse.writer.write_segments(state, self._schema(state), rows, seq, kind,
+                                                            fault=self.lakehouse.fault)
         self.ns.add_segments(segments)
         self.ns.put_table(state.evolve(segments=tuple(s.id for s in segments), tombstones=()))
         self._record("table", state.id, name, op, seq=seq, segments_added=[s.id for s in segments],

@@ -104,6 +104,12 @@ class TableReader:
             parts.append(rows.drop(*_JOIN_COLUMNS))
         return _union(parts)
 
+    def read_segments(self, table: TableState, schema: Schema, segments: list[SegmentInfo]) -> DataFrame:
+        """The rows of `segments` just written with `schema` (no tombstones apply): a plain scan."""
+        if not segments:
+            return self._empty(schema, False)
+        return self._read_group(table, segments, schema, False, schema, join_ids=False, row_ids=False, keyed=False)
+
     # ------------------------------------------------------------- segments
     def _read_group(self, table, segments, written: Schema, compacted, target: Schema, join_ids: bool,
                     row_ids: bool, keyed: bool) -> DataFrame:
