@@ -55,7 +55,9 @@ def primary_key_of(df: DataFrame, unique_key: Sequence[str]) -> List[str]:
 def build_table(w, name: str, df: DataFrame, partition_by=None, primary_key=None) -> None:
     """Table rebuild: `overwrite` (plus `alter column` where the schema changed), or create."""
     try:
-        w.tx.replace_table(name, df, partition_by=partition_by, primary_key=primary_key)
+        # A primary key here comes from primary_key_of, which checked it on the same rows.
+        w.tx.replace_table(name, df, partition_by=partition_by, primary_key=primary_key,
+                           key_checked=bool(primary_key))
     finally:
         df.unpersist()  # kept by primary_key_of, if it checked a key
     w.changed(name)
