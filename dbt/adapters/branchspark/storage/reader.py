@@ -6,7 +6,8 @@ default or NULL, dropped columns vanish, renamed columns keep their data, a
 widened type is cast), minus the rows its tombstones delete:
 
 - keyless tables: a tombstone names rows by identity (file below the segment
-  root, row position), so only the segments it targets pay for the anti-join;
+  root, row position), so only the files it targets pay for the anti-join
+  (one scan of them, joined on the row position); the others are a plain scan;
 - primary-key tables: a tombstone deletes rows with its key whose sequence is
   lower than its own, so an update's new image (same sequence) survives.
 
@@ -40,6 +41,8 @@ HIDDEN_PREFIX = "_bs_"
 _J_FILE, _J_POS, _J_ORDER = "_bs_jfile", "_bs_jpos", "_bs_jorder"
 _JOIN_COLUMNS = (_J_FILE, _J_POS, _J_ORDER)
 _BROADCAST_TOMBSTONE_ROWS = 2_000_000
+# Beyond this many targeted files, the generic anti-join (files unlisted in the plan) plans faster.
+_TARGETED_FILES_LIMIT = 10_000
 # Segments whose files store each row's identity and sequence as columns: compaction output, and
 # rows a merge carried over from a compacted branch.
 STORED_IDENTITY_KINDS = ("compaction", "merge")
@@ -163,7 +166,7 @@ class TableReader:
         if any(not s.files for s in group):
             return None
         mine = {_row_file(s, n) for s in group for n in s.files} & targeted
-        if not mine:
+        if not mine or len(mine) > _TARGETED_FILES_LIMIT:
             return None
         untouched = [self.warehouse.uri(f"{s.path}/{n}") for s in group for n in s.files
                      if _row_file(s, n) not in mine]
