@@ -29,6 +29,42 @@ def median_time(action, repeats: int = 5, warmup: int = 1) -> float:
     return statistics.median(samples)
 
 
+def jvm_cpu_clock(spark):
+    """A function giving the CPU seconds the Spark JVM has used so far (all its threads: driver and
+    local executors), or None where /proc is missing. On a shared machine CPU time is steadier than
+    wall time, since it does not count the time other processes hold the cores."""
+    pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
+    stat, tick = f"/proc/{pid}/stat", os.sysconf("SC_CLK_TCK")
+    if not os.path.exists(stat):
+        return None
+
+    def seconds() -> float:
+        with open(stat) as src:
+            fields = src.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / tick  # utime + stime
+
+    return seconds
+
+
+def side_by_side(actions: dict, rounds: int = 9, warmup: int = 2, cpu_clock=None) -> dict:
+    """Median wall (and CPU) seconds of each action, run in rounds that take every action in turn, so
+    that all of them share the machine's load alike. Returns {label: (wall, cpu or None)}."""
+    for _ in range(warmup):
+        for action in actions.values():
+            action()
+    samples = {label: [] for label in actions}
+    for _ in range(rounds):
+        for label, action in actions.items():
+            cpu_start = cpu_clock() if cpu_clock else None
+            start = time.perf_counter()
+            action()
+            wall = time.perf_counter() - start
+            samples[label].append((wall, cpu_clock() - cpu_start if cpu_clock else None))
+    return {label: (statistics.median(w for w, _ in runs),
+                    statistics.median(c for _, c in runs) if cpu_clock else None)
+            for label, runs in samples.items()}
+
+
 def scratch_dir(name: str) -> str:
     return tempfile.mkdtemp(prefix=f"branchspark-bench-{name}-")
 

@@ -151,7 +151,7 @@ def test_generic_and_per_file_anti_joins_agree(lh, spark, orders, monkeypatch):
     b.delete(orders, "id % 7 = 0")
     b.update(orders, "id % 5 = 0", {"amount": "-amount"})
     per_file = rows(lh.read(orders))
-    monkeypatch.setattr(reader, "_PER_FILE_LIMIT", 0)  # as if too many files were targeted
+    monkeypatch.setattr(reader, "_TARGETED_FILES_LIMIT", 0)  # as if too many files were targeted
     assert rows(lh.read(orders)) == per_file
     assert len(per_file) == 305 - len([i for i in list(range(1, 6)) + list(range(100, 400)) if i % 7 == 0])
 

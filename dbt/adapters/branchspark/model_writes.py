@@ -45,13 +45,21 @@ def primary_key_of(df: DataFrame, unique_key: Sequence[str]) -> List[str]:
         return []
     quoted = [quote_column(k) for k in keys]
     bad = " OR ".join([f"{k} IS NULL" for k in quoted] + ["`__rows` > 1"])
+    # This check runs the model's query: keep its result for the write that follows (build_table
+    # unpersists it), so that the query runs once.
+    df.persist()
     offending = df.groupBy(*quoted).agg(F.count(F.lit(1)).alias("__rows")).where(bad).limit(1).count()
     return [] if offending else keys
 
 
 def build_table(w, name: str, df: DataFrame, partition_by=None, primary_key=None) -> None:
     """Table rebuild: `overwrite` (plus `alter column` where the schema changed), or create."""
-    w.tx.replace_table(name, df, partition_by=partition_by, primary_key=primary_key)
+    try:
+        # A primary key here comes from primary_key_of, which checked it on the same rows.
+        w.tx.replace_table(name, df, partition_by=partition_by, primary_key=primary_key,
+                           key_checked=bool(primary_key))
+    finally:
+        df.unpersist()  # kept by primary_key_of, if it checked a key
     w.changed(name)
 
 

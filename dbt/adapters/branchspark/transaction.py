@@ -227,21 +227,24 @@ class Transaction:
                      partition_by=list(state.partition_by), primary_key=list(state.primary_key))
 
     def create_table_as(self, name: str, df: DataFrame, partition_by=None, primary_key=None,
-                        properties: dict | None = None) -> None:
+                        properties: dict | None = None, key_checked: bool = False) -> None:
+        """Create the table with `df`'s rows. key_checked: the caller has already checked that `df` has
+        no NULL and no repeat in `primary_key` (so the write does not check it again)."""
         # As in Spark's CTAS, columns of a query result are nullable (the key aside).
         nullable = T.StructType([T.StructField(f.name, f.dataType, True) for f in df.schema.fields])
         self.create_table(name, nullable, partition_by, primary_key, properties)
-        self.insert(name, df)
+        self.insert(name, df, key_checked=key_checked)
 
     def replace_table(self, name: str, df: DataFrame, partition_by=None, primary_key=None,
-                      properties: dict | None = None) -> None:
-        """Create the table, or overwrite it with `df`, first altering columns to `df`'s schema."""
+                      properties: dict | None = None, key_checked: bool = False) -> None:
+        """Create the table, or overwrite it with `df`, first altering columns to `df`'s schema.
+        key_checked: as in create_table_as."""
         table_id = self.ns.table_id(name, required=False)
         if table_id is not None and self.ns.table(table_id).kind == "view":
             self.drop_table(name)
             table_id = None
         if table_id is None:
-            self.create_table_as(name, df, partition_by, primary_key, properties)
+            self.create_table_as(name, df, partition_by, primary_key, properties, key_checked=key_checked)
             return
         self.sync_columns(name, df.schema, drop_missing=True)
         state = self.ns.table(table_id)
@@ -251,7 +254,7 @@ class Transaction:
             self.set_primary_key(name, primary_key)
         if properties:
             self.set_table_properties(name, properties)
-        self.overwrite(name, df)
+        self.overwrite(name, df, key_checked=key_checked and primary_key is not None)
 
     def sync_columns(self, name: str, target: T.StructType, drop_missing: bool) -> None:
         """Alter the table's columns towards `target`: add new ones, widen or replace changed types."""
@@ -452,34 +455,66 @@ class Transaction:
                 columns.append(F.col(quote(field.name)))
             else:
                 columns.append(F.col(quote(field.name)).cast(column.data_type).alias(column.name))
-        rows = df.select(*columns)
-        required = [c for c in schema.columns if not c.nullable]
-        if required:
-            violation = rows.filter(" OR ".join(f"{quote(c.name)} IS NULL" for c in required)).limit(1).count()
-            if violation:
-                raise errors.InvalidArgument(f"the data has NULL in NOT NULL column(s) "
-                                             f"{[c.name for c in required]} of '{name}': nothing was written")
-        return rows
+        return df.select(*columns)
 
-    def _check_unique_keys(self, name: str, state: TableState, rows: DataFrame, against_table: bool) -> None:
-        keys = [quote(k) for k in state.primary_key]
-        if rows.groupBy(*keys).count().filter("count > 1").limit(1).count():
-            raise errors.InvalidArgument(f"the data repeats primary key {list(state.primary_key)} values of "
-                                         f"'{name}': each key may appear once; nothing was written")
-        if against_table and state.segments:
+    def _write_checked(self, name: str, state: TableState, rows: DataFrame, seq: int, kind: str,
+                       key: list[str] | tuple = (), key_word: str = "primary key",
+                       against_table: bool = False, key_checked: bool = False) -> tuple[list, DataFrame]:
+        """Write `rows` (conformed) as new segments, then check them by reading the written files back:
+        NOT NULL columns, no repeated `key` (unless key_checked: the caller did), and (against_table)
+        no key the table already holds.
+
+        The query behind `rows` runs once, for the write; the checks and whatever the caller derives
+        from the new rows (returned as a scan of the new files) read the small new segment instead.
+        If a check fails, the new files are deleted and nothing is staged."""
+        schema = self._schema(state)
+        writer = self.lakehouse.writer
+        segments = writer.write_segments(state, schema, rows, seq, kind, fault=self.lakehouse.fault)
+        try:
+            written = self.reader.read_segments(state, schema, segments)
+            self._check_rows(name, state, schema, written, list(key), key_word, against_table, key_checked)
+        except BaseException:
+            writer.discard_segments(segments)
+            raise
+        return segments, written
+
+    def _check_rows(self, name: str, state: TableState, schema: Schema, rows: DataFrame, key: list[str],
+                    key_word: str, against_table: bool, key_checked: bool = False) -> None:
+        checked = {k.lower() for k in key} if key_checked else set()
+        required = [quote(c.name) for c in schema.columns if not c.nullable and c.name.lower() not in checked]
+        null_flag = F.expr(" OR ".join(f"{c} IS NULL" for c in required)) if required else None
+        if key and not key_checked:
+            # One aggregation answers both questions, NULLs first (deterministic whichever row offends).
+            per_key = rows.groupBy(*[quote(k) for k in key]).agg(
+                F.count(F.lit(1)).alias("_bs_n"),
+                *([F.max(null_flag.cast("int")).alias("_bs_nulls")] if required else []))
+            found = per_key.agg(F.max((F.col("_bs_n") > 1).cast("int")).alias("dup"),
+                                (F.max("_bs_nulls") if required else F.lit(0)).alias("nulls")).first()
+            has_nulls, repeats = bool(found["nulls"]), bool(found["dup"])
+        else:
+            has_nulls = bool(required) and rows.filter(null_flag).limit(1).count() > 0
+            repeats = False
+        if has_nulls:
+            raise errors.InvalidArgument(f"the data has NULL in NOT NULL column(s) "
+                                         f"{[c.name for c in schema.columns if not c.nullable]} of '{name}': "
+                                         f"nothing was written")
+        if repeats:
+            raise errors.InvalidArgument(f"the data repeats {key_word} {key} values of '{name}': each key may "
+                                         f"appear once; nothing was written")
+        if against_table and key and state.segments:
+            keys = [quote(k) for k in key]
             existing = self.reader.read(state).select(*keys)
-            if rows.select(*keys).join(existing, list(state.primary_key), "left_semi").limit(1).count():
+            if rows.select(*keys).join(existing, list(key), "left_semi").limit(1).count():
                 raise errors.InvalidArgument(f"the data has primary keys that '{name}' already holds on branch "
                                              f"'{self.branch}': use upsert (merge on the key) or delete them first")
 
-    def insert(self, name: str, df: DataFrame) -> None:
+    def insert(self, name: str, df: DataFrame, key_checked: bool = False) -> None:
+        """Append `df`'s rows. key_checked: as in create_table_as."""
         state = self._writable_table(name)
         rows = self.conform(name, state, df)
-        if state.primary_key:
-            self._check_unique_keys(name, state, rows, against_table=True)
         seq = self._seq()
-        segments = self.lakehouse.writer.write_segments(state, self._schema(state), rows, seq, "data",
-                                                        fault=self.lakehouse.fault)
+        segments, _ = self._write_checked(name, state, rows, seq, "data", key=state.primary_key, against_table=True,
+                                          key_checked=key_checked)
         self.ns.add_segments(segments)
         self.ns.put_table(state.evolve(segments=state.segments + tuple(s.id for s in segments)))
         self._record("table", state.id, name, "insert", seq=seq, segments_added=[s.id for s in segments])
@@ -550,13 +585,17 @@ class Transaction:
             raise errors.InvalidArgument(f"upsert into '{name}' needs a key: give key=[...] or declare a primary key")
         resolved = self._resolve_columns(name, schema, key)
         rows = self.conform(name, state, df)
-        if rows.groupBy(*[quote(k) for k in resolved]).count().filter("count > 1").limit(1).count():
-            raise errors.InvalidArgument(f"the data repeats key {resolved} values for '{name}': each key may appear "
-                                         f"once in a merge; nothing was written")
         seq = self._seq()
-        matched = self.reader.read(state, with_row_ids=True).join(rows.select(*resolved), resolved, "left_semi")
-        tombstone = self._tombstone(name, state, matched, seq)
-        segments = self.lakehouse.writer.write_segments(state, schema, rows, seq, "data", fault=self.lakehouse.fault)
+        # The new rows first: the key checks and the tombstone then read the written segment, not the query.
+        segments, written = self._write_checked(name, state, rows, seq, "data", key=resolved, key_word="key")
+        try:
+            matched = (self.reader.read(state, with_row_ids=True)
+                       .join(written.select(*[quote(k) for k in resolved]), resolved, "left_semi")
+                       if state.segments else None)
+            tombstone = self._tombstone(name, state, matched, seq) if matched is not None else None
+        except BaseException:
+            self.lakehouse.writer.discard_segments(segments)
+            raise
         self.ns.add_segments(segments)
         tombstones = state.tombstones + ((tombstone.id,) if tombstone else ())
         self.ns.put_table(state.evolve(segments=state.segments + tuple(s.id for s in segments),
@@ -566,23 +605,28 @@ class Transaction:
                          segments_touched=list(tombstone.target_segments), rows=tombstone.row_count)
         self._record("table", state.id, name, "insert", seq=seq, segments_added=[s.id for s in segments])
 
-    def overwrite(self, name: str, df: DataFrame, partitions=None) -> None:
+    def overwrite(self, name: str, df: DataFrame, partitions=None, key_checked: bool = False) -> None:
         """Replace the whole table, or only some partitions (a {column: [values]} mapping, or "dynamic":
-        the partitions present in `df`)."""
+        the partitions present in `df`). key_checked: as in create_table_as."""
         state = self._writable_table(name)
         rows = self.conform(name, state, df)
-        if state.primary_key:
-            self._check_unique_keys(name, state, rows, against_table=False)
         if partitions is None:
-            self._replace_rows(name, state, rows, "data", "overwrite")
+            self._replace_rows(name, state, rows, "data", "overwrite", check=True, key_checked=key_checked)
             return
+        self._check_rows(name, state, self._schema(state), rows, list(state.primary_key), "primary key", False,
+                         key_checked)
         self._overwrite_partitions(name, state, rows, partitions)
 
-    def _replace_rows(self, name: str, state: TableState, rows: DataFrame, kind: str, op: str) -> None:
+    def _replace_rows(self, name: str, state: TableState, rows: DataFrame, kind: str, op: str,
+                      check: bool = False, key_checked: bool = False) -> None:
         """Make `rows` the table's only segments (no tombstones): overwrite and compaction."""
         seq = self._seq()
-        segments = self.lakehouse.writer.write_segments(state, self._schema(state), rows, seq, kind,
-                                                        fault=self.lakehouse.fault)
+        if check:
+            segments, _ = self._write_checked(name, state, rows, seq, kind, key=state.primary_key,
+                                              key_checked=key_checked)
+        else:
+            segments = self.lakehouse.writer.write_segments(state, self._schema(state), rows, seq, kind,
+                                                            fault=self.lakehouse.fault)
         self.ns.add_segments(segments)
         self.ns.put_table(state.evolve(segments=tuple(s.id for s in segments), tombstones=()))
         self._record("table", state.id, name, op, seq=seq, segments_added=[s.id for s in segments],

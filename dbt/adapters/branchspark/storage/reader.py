@@ -6,7 +6,8 @@ default or NULL, dropped columns vanish, renamed columns keep their data, a
 widened type is cast), minus the rows its tombstones delete:
 
 - keyless tables: a tombstone names rows by identity (file below the segment
-  root, row position), so only the segments it targets pay for the anti-join;
+  root, row position), so only the files it targets pay for the anti-join
+  (one scan of them, joined on the row position); the others are a plain scan;
 - primary-key tables: a tombstone deletes rows with its key whose sequence is
   lower than its own, so an update's new image (same sequence) survives.
 
@@ -39,8 +40,9 @@ HIDDEN_PREFIX = "_bs_"
 # Join-only columns of the data side, dropped before a read returns.
 _J_FILE, _J_POS, _J_ORDER = "_bs_jfile", "_bs_jpos", "_bs_jorder"
 _JOIN_COLUMNS = (_J_FILE, _J_POS, _J_ORDER)
-_PER_FILE_LIMIT = 32  # beyond this many targeted files, one generic anti-join plans faster
 _BROADCAST_TOMBSTONE_ROWS = 2_000_000
+# Beyond this many targeted files, the generic anti-join (files unlisted in the plan) plans faster.
+_TARGETED_FILES_LIMIT = 10_000
 # Segments whose files store each row's identity and sequence as columns: compaction output, and
 # rows a merge carried over from a compacted branch.
 STORED_IDENTITY_KINDS = ("compaction", "merge")
@@ -92,7 +94,7 @@ class TableReader:
         parts = []
         for (schema_id, partition_by, compacted, targeted), group in sorted(groups.items(), key=lambda kv: kv[0]):
             if targeted and not compacted and not table.primary_key:
-                per_file = self._per_file_anti_join(table, group, self.lookup.schema(schema_id), schema, tombstones,
+                per_file = self._targeted_anti_join(table, group, self.lookup.schema(schema_id), schema, tombstones,
                                                     with_row_ids)
                 if per_file is not None:
                     parts.append(per_file)
@@ -103,6 +105,12 @@ class TableReader:
                 rows = self._anti_join(table, rows, deleted, compacted)
             parts.append(rows.drop(*_JOIN_COLUMNS))
         return _union(parts)
+
+    def read_segments(self, table: TableState, schema: Schema, segments: list[SegmentInfo]) -> DataFrame:
+        """The rows of `segments` just written with `schema` (no tombstones apply): a plain scan."""
+        if not segments:
+            return self._empty(schema, False)
+        return self._read_group(table, segments, schema, False, schema, join_ids=False, row_ids=False, keyed=False)
 
     # ------------------------------------------------------------- segments
     def _read_group(self, table, segments, written: Schema, compacted, target: Schema, join_ids: bool,
@@ -149,35 +157,32 @@ class TableReader:
                     paths.append(self.warehouse.uri(f"{segment.path}/{name}"))
         return paths
 
-    def _per_file_anti_join(self, table, group, written, target, tombstones, row_ids) -> DataFrame | None:
-        """Keyless rows minus tombstones, one small anti-join per targeted file on the row position alone:
-        no per-row string work. None when too many files are targeted or files are not listed."""
+    def _targeted_anti_join(self, table, group, written, target, tombstones, row_ids) -> DataFrame | None:
+        """Keyless rows minus tombstones, where only the files a tombstone targets pay: untouched files are
+        a plain scan; the targeted ones are one scan with their row position, anti-joined on the position
+        alone (a long: cheap to hash and probe) with the file checked on the few matching rows only.
+        None when a segment does not list its files."""
         targeted = {f for t in tombstones for f in t.target_files}
-        mine = {_row_file(s, n) for s in group for n in s.files} & targeted
-        if any(not s.files for s in group) or not mine or len(mine) > _PER_FILE_LIMIT:
+        if any(not s.files for s in group):
             return None
-        # One broadcast for all files (Spark reuses the exchange): (file index, position) pairs, the file
-        # index computed on the small tombstone side, a literal on the data side.
-        files = sorted(mine)
-        index = F.create_map(*[x for i, f in enumerate(files) for x in (F.lit(f), F.lit(i))])
-        deleted = F.broadcast(self.read_tombstones(table, tombstones, target)
-                              .select(index[F.col(ROW_FILE)].alias("_bs_didx"), F.col(ROW_POS).alias("_bs_dpos"))
-                              .filter(F.col("_bs_didx").isNotNull()))
-        parts = []
-        untouched = [p for s in group for n in s.files if _row_file(s, n) not in mine
-                     for p in [self.warehouse.uri(f"{s.path}/{n}")]]
-        if untouched:
-            parts.append(self._scan(table, written, target, untouched, row_ids))
-        for file_index, row_file in enumerate(files):
-            segment = next(s for s in group for n in s.files if _row_file(s, n) == row_file)
-            path = self.warehouse.uri(f"{segment.path}/{row_file.split('/')[-1]}")
-            rows = self._scan(table, written, target, [path], row_ids, with_pos=True)
-            # Not a foldable literal: Spark would infer a filter on the tombstone side from it and then
-            # build one broadcast per file instead of sharing one.
-            rows = rows.withColumn(_J_FILE, F.spark_partition_id() * 0 + F.lit(file_index))
-            condition = [rows[_J_POS] == deleted["_bs_dpos"], rows[_J_FILE] == deleted["_bs_didx"]]
-            parts.append(rows.join(deleted, condition, "left_anti").drop(_J_POS, _J_FILE))
-        return _union(parts)
+        mine = {_row_file(s, n) for s in group for n in s.files} & targeted
+        if not mine or len(mine) > _TARGETED_FILES_LIMIT:
+            return None
+        untouched = [self.warehouse.uri(f"{s.path}/{n}") for s in group for n in s.files
+                     if _row_file(s, n) not in mine]
+        hit = [self.warehouse.uri(f"{s.path}/{n}") for s in group for n in s.files if _row_file(s, n) in mine]
+        mine_tombstones = [t for t in tombstones if mine & set(t.target_files)]
+        deleted = (self.read_tombstones(table, mine_tombstones, target)
+                   .select(F.col(ROW_FILE).alias("_bs_dfile"), F.col(ROW_POS).alias("_bs_dpos")))
+        if sum(t.row_count for t in mine_tombstones) <= _BROADCAST_TOMBSTONE_ROWS:
+            deleted = F.broadcast(deleted)
+        rows = self._scan(table, written, target, hit, row_ids, with_pos=True)
+        # A data file's full path ends with its row-id name (below the segment root).
+        rows = rows.join(deleted, [rows[_J_POS] == deleted["_bs_dpos"], rows[_J_FILE].endswith(deleted["_bs_dfile"])],
+                         "left_anti").drop(_J_POS, _J_FILE)
+        if not untouched:
+            return rows
+        return self._scan(table, written, target, untouched, row_ids).unionByName(rows)
 
     def _scan(self, table, written: Schema, target: Schema, paths: list[str], row_ids: bool,
               with_pos: bool = False) -> DataFrame:
@@ -187,7 +192,7 @@ class TableReader:
                .option("basePath", self.warehouse.uri(self.warehouse.data_dir(table.id))).parquet(*paths))
         columns = [project_column(written, c) for c in target.columns]
         if with_pos:
-            columns.append(F.col("_metadata.row_index").alias(_J_POS))
+            columns += [F.col("_metadata.row_index").alias(_J_POS), F.col("_metadata.file_path").alias(_J_FILE)]
         if row_ids:
             columns += [F.col(SEGMENT_COLUMN),
                         F.substring_index(F.col("_metadata.file_path"), f"/{SEGMENT_COLUMN}=", -1).alias(ROW_FILE),

@@ -51,6 +51,14 @@ class SegmentWriter:
                                         tuple(table.partition_by), values, tuple(sorted(names))))
         return segments
 
+    def discard_segments(self, segments: list[SegmentInfo]) -> None:
+        """Delete the files of segments no commit references (a write whose checks failed)."""
+        marker = f"/{SEGMENT_COLUMN}="
+        roots = {s.path[:s.path.index("/", s.path.index(marker) + 1)] if "/" in s.path[s.path.index(marker) + 1:]
+                 else s.path for s in segments}  # the write's directory, above its partition directories
+        for root in sorted(roots):
+            self.warehouse.delete_dir(root)
+
     def write_tombstone(self, table: TableState, schema: Schema, doomed: DataFrame, seq: int,
                         fault=None) -> TombstoneInfo | None:
         """Write the rows `doomed` (with row ids) as a tombstone; None when nothing matched."""
