@@ -36,13 +36,6 @@ def lh(spark, warehouse, catalog_url):
     lakehouse.store.dispose()
 
 
-def rows(df, *columns):
-    """The rows of a small test DataFrame as sorted tuples."""
-    if columns:
-        df = df.select(*columns)
-    return sorted(tuple(r) for r in df.collect())
-
-
 @pytest.fixture
 def orders(lh, spark):
     """main: database shop, table shop.orders(id, amount) with ids 1..5."""

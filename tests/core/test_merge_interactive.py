@@ -8,7 +8,7 @@ import sys
 import textwrap
 
 import pytest
-from conftest import rows
+from sorted_rows import rows
 from pyspark.sql import functions as F
 
 from dbt.adapters.branchspark import errors

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from conftest import rows
+from sorted_rows import rows
 
 from dbt.adapters.branchspark import errors
 

@@ -3,7 +3,7 @@ a conflict that stops the rebase resumably, and a branch already contained in de
 from __future__ import annotations
 
 import pytest
-from conftest import rows
+from sorted_rows import rows
 
 from dbt.adapters.branchspark import errors
 
