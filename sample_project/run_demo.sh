@@ -38,7 +38,9 @@ step "5. what dev has that main has not"
 "$DBT" "${quiet[@]}" run-operation branch_log --args '{branch: dev, limit: 20}' --target dev
 "$DBT" "${quiet[@]}" run-operation branch_log --args '{branch: main}' --target main
 "$DBT" "${quiet[@]}" show --target dev --inline "select status, count(*) as orders, sum(amount) as amount from {{ ref('fct_orders') }} group by status order by status"
-if ! "$DBT" "${quiet[@]}" show --target main --inline "select count(*) as orders from {{ ref('fct_orders') }}" 2>/dev/null; then
+if on_main=$("$DBT" "${quiet[@]}" show --target main --inline "select count(*) as orders from {{ ref('fct_orders') }}" 2>&1); then
+  echo "$on_main"
+else
   echo "main has no fct_orders yet (dbt show on main fails: table not found): dev's commits never touched main"
 fi
 

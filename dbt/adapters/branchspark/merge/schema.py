@@ -96,11 +96,7 @@ def _three_way_column(base: Column | None, src: Column, dest: Column, conflict) 
         if dest.type_json == original:
             result = replace(result, type_json=src.type_json)
         elif src.type_json != original:
-            wider = wider_of(src.data_type, dest.data_type)
-            if wider is not None:
-                result = replace(result, type_json=wider.json())
-            elif not conflict(dest.name, "A6.1", f"{src.type} on src, {dest.type} on dest"):
-                result = replace(result, type_json=src.type_json)
+            result = _wider_type(result, src, dest, conflict, f"{src.type} on src, {dest.type} on dest")
     return result
 
 
@@ -108,9 +104,15 @@ def _same_column_added_twice(dest: Column, src: Column, conflict) -> Column:
     aliases = tuple(sorted(set(dest.aliases) | set(src.aliases) | {src.id}))
     result = replace(dest, aliases=aliases)
     if src.type_json != dest.type_json:
-        wider = wider_of(src.data_type, dest.data_type)
-        if wider is not None:
-            result = replace(result, type_json=wider.json())
-        elif not conflict(dest.name, "A6.1", f"added as {src.type} on src, {dest.type} on dest"):
-            result = replace(result, type_json=src.type_json)
+        result = _wider_type(result, src, dest, conflict, f"added as {src.type} on src, {dest.type} on dest")
+    return result
+
+
+def _wider_type(result: Column, src: Column, dest: Column, conflict, involved: str) -> Column:
+    """Both sides typed the column: the type both widen to, else an A6.1 conflict (or the preferred side)."""
+    wider = wider_of(src.data_type, dest.data_type)
+    if wider is not None:
+        return replace(result, type_json=wider.json())
+    if not conflict(dest.name, "A6.1", involved):
+        return replace(result, type_json=src.type_json)
     return result
