@@ -15,6 +15,10 @@ DRIVER = """
   {{ return({'amount': 'greatest(' ~ ours['amount'] ~ ', ' ~ theirs['amount'] ~ ')'}) }}
 {% endmacro %}
 
+{% macro update_conflicts(assignments, where) %}
+  {% do run_query("update " ~ merge_conflicts('shop.orders', 'main') ~ " set " ~ assignments ~ " where " ~ where) %}
+{% endmacro %}
+
 {% macro count_open_conflicts() %}
   {% set result = run_query("select count(*) from " ~ merge_conflicts('shop.orders', 'main') ~ " where conflict") %}
   {{ print("open conflicts: " ~ result.columns[0].values()[0]) }}
@@ -87,3 +91,20 @@ def test_pause_status_resolve_continue_abort_and_a_driver_from_dbt(project, spar
     assert dbt(project, "run-operation", "merge_branch", "--args", "{src: dev, dest: main}",
                "--vars", "{merge_drivers: {shop.orders: larger_amount}}").success
     assert amounts(lh) == [(1, 12.0), (2, 25.0)]
+
+    # UPDATE statements on the conflict relation: mark a row the rules merged as a conflict, then
+    # set merged values, which resolves both rows.
+    lh.branch("dev").update("shop.orders", "id = 1", {"amount": "13.0"})
+    lh.branch("dev").update("shop.orders", "id = 2", {"amount": "23.0"})
+    lh.branch("main").update("shop.orders", "id = 1", {"amount": "16.0"})
+    assert dbt(project, "run-operation", "merge_branch", "--args", "{src: dev, dest: main, on_conflict: pause}").success
+    capsys.readouterr()
+    assert dbt(project, "run-operation", "update_conflicts", "--args", "{assignments: 'conflict = true', where: 'id = 2'}").success
+    assert dbt(project, "run-operation", "count_open_conflicts").success
+    assert "open conflicts: 2" in capsys.readouterr().out
+    assert dbt(project, "run-operation", "update_conflicts", "--args",
+               "{assignments: 'merged_amount = 99.0', where: 'id in (1, 2)'}").success
+    assert dbt(project, "run-operation", "count_open_conflicts").success
+    assert "open conflicts: 0" in capsys.readouterr().out
+    assert dbt(project, "run-operation", "merge_branch", "--args", "{dest: main, continue: true}").success
+    assert amounts(lh) == [(1, 99.0), (2, 99.0)]

@@ -228,7 +228,8 @@ class StatementRouter:
         if not m:
             return None
         name = self._branch_name(m["name"])
-        if name is None:
+        conflicts = None if name is not None else self._conflict_relation(m["name"])
+        if name is None and conflicts is None:
             return None
         rest = m["rest"]
         where_at = find_top_level_keyword(rest, "where")
@@ -237,9 +238,27 @@ class StatementRouter:
         for assignment in split_top_level(assignments_sql):
             column, _, expression = assignment.partition("=")
             assignments[unquote(column.strip()).split(".")[-1]] = self.qualify(expression.strip())
+        if conflicts is not None:
+            return self._resolve_conflicts(conflicts, self.qualify(predicate.strip()), assignments)
         with self.write(f"update {name}") as w:
             w.tx.update(name, self.qualify(predicate.strip()), assignments)
             w.changed(name)
+        return RoutedResult(message="UPDATE")
+
+    def _conflict_relation(self, name_token: str):
+        """(dest, table) when `name_token` is a paused merge's conflict view (SPEC 3.6), else None."""
+        from dbt.adapters.branchspark.merge import interactive
+
+        return interactive.relation_of_view(self.branch_session.lakehouse, name_token)
+
+    def _resolve_conflicts(self, relation, predicate: str, assignments: Dict[str, str]) -> RoutedResult:
+        """UPDATE of a conflict view: resolve those rows of the paused merge, then show the new version."""
+        from dbt.adapters.branchspark.merge import interactive
+
+        dest, table = relation
+        lakehouse = self.branch_session.lakehouse
+        interactive.resolve(lakehouse, dest, table, where=predicate, set=assignments)
+        interactive.register_views(lakehouse, dest)
         return RoutedResult(message="UPDATE")
 
     def _delete(self, statement: str) -> Optional[RoutedResult]:

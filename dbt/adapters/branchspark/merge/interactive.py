@@ -189,6 +189,18 @@ def register_views(lakehouse, dest: str) -> dict[str, str]:
     return views
 
 
+def relation_of_view(lakehouse, view: str) -> tuple[str, str] | None:
+    """(dest, table or 'schema') of the paused merge whose conflict view is named `view`, else None."""
+    wanted = view.strip("`").lower()
+    for paused in P.open_merges(lakehouse.store):
+        if wanted == schema_view_name(paused.dest).lower():
+            return paused.dest, SCHEMA_TABLE
+        for table in paused.relations:
+            if wanted == view_name(paused.dest, table).lower():
+                return paused.dest, table
+    return None
+
+
 def _schema_fields() -> list[str]:
     return [part.split()[0] for part in SCHEMA_COLUMNS.split(",")]
 

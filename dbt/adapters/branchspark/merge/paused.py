@@ -77,6 +77,13 @@ def load(store: CatalogStore, dest: str) -> PausedMerge | None:
                        dict(row.state or {}), row.id, row.created_at)
 
 
+def open_merges(store: CatalogStore) -> list[PausedMerge]:
+    """Every paused merge or rebase, one per destination branch."""
+    with store.engine.connect() as conn:
+        dests = conn.execute(select(m.PausedMerge.dest)).scalars().all()
+    return [p for p in (load(store, d) for d in dests) if p is not None and p.open]
+
+
 def require_open(store: CatalogStore, dest: str) -> PausedMerge:
     paused = load(store, dest)
     if paused is None or not paused.open:
