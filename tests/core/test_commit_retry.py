@@ -6,7 +6,7 @@ import pytest
 from dbt.adapters.branchspark import errors
 from dbt.adapters.branchspark.catalog.retry import CommitRetry
 from dbt.adapters.branchspark.transaction import Transaction
-from tests.core.conftest import rows
+from sorted_rows import rows
 
 
 def _df(spark, *ids):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.core.conftest import rows
+from sorted_rows import rows
 
 HERE = Path(__file__).parent
 

@@ -3,7 +3,7 @@ import pytest
 from pyspark.sql import types as T
 
 from dbt.adapters.branchspark import errors
-from tests.core.conftest import rows
+from sorted_rows import rows
 
 
 def last_ops(lh, branch="main"):

@@ -3,7 +3,7 @@ import pytest
 
 from dbt.adapters.branchspark import errors
 from dbt.adapters.branchspark.storage.reader import ROW_FILE, ROW_POS
-from tests.core.conftest import rows
+from sorted_rows import rows
 
 
 def df(spark, data, schema="id bigint, amount double"):

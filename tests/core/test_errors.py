@@ -4,7 +4,7 @@ from pyspark.sql import types as T
 
 from dbt.adapters.branchspark import errors
 from dbt.adapters.branchspark.transaction import Transaction
-from tests.core.conftest import rows
+from sorted_rows import rows
 
 
 def unchanged(lh, orders, head, data):

@@ -1,7 +1,7 @@
 """`gc` can expire the run branches failed dbt runs keep (docs/runs.md), and then their files."""
 from pathlib import Path
 
-from tests.core.conftest import rows
+from sorted_rows import rows
 
 
 def test_gc_drops_expired_run_branches_then_their_files(lh, spark, orders, warehouse):

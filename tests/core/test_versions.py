@@ -4,7 +4,7 @@ import time
 import pytest
 
 from dbt.adapters.branchspark import errors
-from tests.core.conftest import rows
+from sorted_rows import rows
 
 
 def test_write_on_dev_is_invisible_on_main_and_on_older_commits(lh, spark, orders):

@@ -39,6 +39,16 @@ def dbt_profile_target(warehouse_dir, spark_connect_url):
     return target
 
 
+@pytest.fixture(scope="class", autouse=True)
+def fresh_adapter_registry():
+    """Forget the adapter a previous test's dbt invocation left registered: dbt's `adapter` fixture
+    keeps an already registered adapter, with that test's profile (another warehouse, protected
+    branches, or only a Profile after `dbt debug`). Autouse, so it runs before that fixture."""
+    from dbt.adapters.factory import reset_adapters
+
+    reset_adapters()
+
+
 @pytest.fixture(scope="class")
 def profile_user(dbt_profile_target):
     # branch relations have no owner

@@ -51,7 +51,12 @@ class TestSameAliasDifferentSchemas(AliasMacros, BaseSameAliasDifferentSchemas):
 
 
 class TestConcurrency(BaseConcurrency):
-    pass
+    """dbt's suite expects the models that built to stay when another fails: per-model landing.
+    (By default a run with a failed model lands nothing: tests/functional/test_run_landing.py.)"""
+
+    @pytest.fixture(scope="class")
+    def dbt_profile_target(self, dbt_profile_target):
+        return {**dbt_profile_target, "landing": "per_model"}
 
 
 class TestShowLimit(BaseShowLimit):
