@@ -13,15 +13,11 @@ $(VENV)/.installed: setup.py
 
 install: $(VENV)/.installed
 
-# The second pass runs the dbt conformance suite and the merge tests through
-# Spark Connect at $BRANCHSPARK_TEST_CONNECT_URL (tests/connect_server.sh; .ci/run starts it);
-# without it the pass is skipped with the reason in its header (under CI=true it fails).
-CONNECT_TESTS := tests/functional/adapter tests/core/test_merge_base.py tests/core/test_merge_matrix.py \
-	tests/core/test_merge_rules.py
-
+# tests/run.sh starts a private PostgreSQL and a Spark Connect server on 127.0.0.1 (unless the
+# BRANCHSPARK_TEST_*_URL variables name running ones), then runs the suite in-process and the
+# conformance and merge tests again through Spark Connect.
 test: install
-	$(PY) -m pytest tests -n 2 --dist loadscope -p no:cacheprovider -q
-	$(PY) -m pytest --connect $(CONNECT_TESTS) -n 2 --dist loadscope -p no:cacheprovider -q
+	PY=$(PY) bash tests/run.sh
 
 demo: install
 	cd sample_project && PATH="$(abspath $(VENV))/bin:$$PATH" bash run_demo.sh

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The whole test suite (`make test`): a private PostgreSQL and a Spark Connect server are started here
+# unless BRANCHSPARK_TEST_PG_URL / BRANCHSPARK_TEST_CONNECT_URL already name running ones, and stopped
+# at the end. Pass 1 runs every test in-process (catalog tests on SQLite and PostgreSQL); pass 2 runs
+# dbt's conformance suite and the merge-rule tests through Spark Connect.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PY:-.venv/bin/python}
+export PYSPARK_PYTHON=${PYSPARK_PYTHON:-$PWD/$PY}
+
+stop=()
+cleanup() { for cmd in "${stop[@]}"; do $cmd || true; done; }
+trap cleanup EXIT
+if [ -z "${BRANCHSPARK_TEST_PG_URL:-}" ]; then
+  BRANCHSPARK_TEST_PG_URL=$(tests/pg_server.sh start)
+  stop+=("tests/pg_server.sh stop")
+fi
+if [ -z "${BRANCHSPARK_TEST_CONNECT_URL:-}" ]; then
+  tests/connect_server.sh start
+  stop+=("tests/connect_server.sh stop")
+  BRANCHSPARK_TEST_CONNECT_URL=sc://127.0.0.1:${BRANCHSPARK_CONNECT_PORT:-15002}
+fi
+export BRANCHSPARK_TEST_PG_URL BRANCHSPARK_TEST_CONNECT_URL
+
+"$PY" -m pytest tests -n 2 --dist loadscope -p no:cacheprovider -q
+"$PY" -m pytest --connect tests/functional/adapter tests/core/test_merge_base.py tests/core/test_merge_matrix.py \
+  tests/core/test_merge_rules.py -n 2 --dist loadscope -p no:cacheprovider -q
