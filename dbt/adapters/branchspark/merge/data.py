@@ -24,13 +24,16 @@ from pyspark.sql import functions as F
 
 from ..catalog.state import Schema, SegmentInfo, TableState
 from ..storage.layout import SEGMENT_COLUMN
+from ..storage.writer import TombstoneSummary
 from ..storage.reader import (
     PREV_FILE,
     PREV_POS,
     ROW_FILE,
     ROW_ID_COLUMNS,
     ROW_POS,
+    ROW_SEQ,
     STORED_IDENTITY_KINDS,
+    TOMB_SEQ,
     TableReader,
     quote,
     segment_group,
@@ -42,6 +45,11 @@ from .sides import ObjectChanges
 
 IDENTITY = [ROW_FILE, ROW_POS]
 _SHOWN_KEYS = 20  # conflicting keys listed in a report; the count covers all of them
+_ROWS_PER_FILE = 1_000_000  # a merge's output files: sized by row count, at least one
+
+
+def _files_for(rows: int) -> int:
+    return max(1, -(-rows // _ROWS_PER_FILE))
 
 
 @dataclass
@@ -69,6 +77,9 @@ class DataPlan:
     conflicts: list[Conflict] = field(default_factory=list)
     cached: list[DataFrame] = field(default_factory=list)  # change-sized frames shared by several jobs
     decided: DataFrame | None = None  # keyed: every key src changed, with both sides and the merged row
+    # Counted while planning (keyed), so the write skips empty outputs and reads nothing back.
+    new_rows_count: int | None = None
+    doomed_summary: TombstoneSummary | None = None
 
     def release(self) -> None:
         for frame in self.cached:
@@ -206,19 +217,18 @@ class DataMerger:
         parts = []
         for side, state, changes in (("s", inputs.src, inputs.src_changes), ("d", inputs.dest, inputs.dest_changes)):
             live, gone = self._side_changes(inputs, state, changes)
-            parts.append(_tagged(live, keys, row_columns, side, "row", F.lit(False)))
+            parts.append(_tagged(live, keys, row_columns, side, "row", ROW_SEQ, F.lit(False)))
             if gone is not None:
                 # A deleted image of a row older than both sides' writes is the base row of its key.
                 older = ~self._origin().isin(sorted(written)) if written else F.lit(True)
-                parts.append(_tagged(gone, keys, row_columns, side, "gone", older))
+                parts.append(_tagged(gone, keys, row_columns, side, "gone", TOMB_SEQ, older))
         events = reduce(DataFrame.unionByName, parts)
-        row_of = lambda condition: F.first(F.when(condition, F.col("_bs_row")), ignorenulls=True)  # noqa: E731
         grouped = (events.groupBy(*[quote(k) for k in keys]).agg(
-            row_of((F.col("_bs_side") == "s") & (F.col("_bs_kind") == "row")).alias("s"),
-            row_of((F.col("_bs_side") == "d") & (F.col("_bs_kind") == "row")).alias("d"),
-            row_of(F.col("_bs_base")).alias("b"),
-            F.max(F.col("_bs_side") == "s").alias("s_touched"),
-            F.max(F.col("_bs_side") == "d").alias("d_touched"))
+            F.expr(_final_row("s")).alias("s"),
+            F.expr(_final_row("d")).alias("d"),
+            F.expr("first(CASE WHEN _bs_base THEN _bs_row END, true)").alias("b"),
+            F.expr("max(_bs_side = 's')").alias("s_touched"),
+            F.expr("max(_bs_side = 'd')").alias("d_touched"))
             .filter("s_touched"))  # keys only dest changed stay as dest has them
         s_in, d_in, b_in = (F.col(p).isNotNull() for p in "sdb")
         both = F.col("d_touched")
@@ -283,9 +293,25 @@ class DataMerger:
         decided = decided.cache()
         plan = DataPlan(keep_segments=list(inputs.dest.segments), tombstones=list(inputs.dest.tombstones),
                         cached=[decided], decided=decided)
+        # Doomed on dest: the row dest holds for every key the merge rewrites (the base row where only
+        # src changed the key, dest's own row where both did).
+        doomed_here = F.when(both, d_in).otherwise(b_in)
+        current = F.when(both, F.col("d")).otherwise(F.col("b"))
+        # One job counts everything the write needs: conflicts, rows to write, and what the tombstone
+        # touches (one small struct per data file: metadata), so no output is read back.
+        stats = decided.agg(
+            F.count(F.when(F.col("_bs_rule").isNotNull(), 1)).alias("conflicts"),
+            F.count(F.when(F.coalesce(F.col(KEEP), F.lit(False)), 1)).alias("kept"),
+            F.count(F.when(doomed_here, 1)).alias("doomed"),
+            F.collect_set(F.when(doomed_here, F.struct(current[SEGMENT_COLUMN].alias("segment"),
+                                                       current[ROW_FILE].alias("file")))).alias("touched"),
+        ).first()
+        plan.new_rows_count = stats["kept"]
+        plan.doomed_summary = TombstoneSummary(stats["doomed"], frozenset(t["segment"] for t in stats["touched"]),
+                                               frozenset(t["file"] for t in stats["touched"]))
         # Reported even when `prefer` settles them, so a merge says what it decided.
         clashes_found = decided.filter(F.col("_bs_rule").isNotNull())
-        count = clashes_found.count()
+        count = stats["conflicts"]
         if count:
             shown = clashes_found.select(*[quote(k) for k in keys], "_bs_rule").limit(_SHOWN_KEYS).collect()
             for rule_name in sorted({r["_bs_rule"] for r in shown}):
@@ -293,29 +319,40 @@ class DataMerger:
                 more = f" (+{count - len(shown)} more keys)" if count > len(shown) else ""
                 plan.conflicts.append(Conflict("table", inputs.name, _ops(inputs.src_changes),
                                                _ops(inputs.dest_changes), rule_name, "; ".join(listed) + more))
-        plan.new_rows = decided.filter(F.coalesce(F.col(KEEP), F.lit(False))).select(f"{MERGED}.*")
-        # Doomed on dest: the row dest holds for every key the merge rewrites (the base row where only
-        # src changed the key, dest's own row where both did).
-        current = F.when(both, F.col("d")).otherwise(F.col("b"))
-        plan.doomed = decided.filter(F.when(both, d_in).otherwise(b_in)).select(
-            *[current[c].alias(c) for c in row_columns])
+        # Sized by the counts: a small merge writes one file of each kind, not one per shuffle partition.
+        plan.new_rows = (decided.filter(F.coalesce(F.col(KEEP), F.lit(False))).select(f"{MERGED}.*")
+                         .coalesce(_files_for(stats["kept"])))
+        plan.doomed = (decided.filter(doomed_here).select(*[current[c].alias(c) for c in row_columns])
+                       .coalesce(_files_for(stats["doomed"])))
         return plan
 
     def _side_changes(self, inputs: TableInputs, state: TableState, changes: ObjectChanges):
-        """(live rows the side wrote, images of rows it deleted) since the base."""
-        rows = self._new_rows(inputs, state, self._added_groups(inputs, changes))
+        """(rows the side wrote, still including those it deleted later; images of rows it deleted, with
+        the deleting sequence in TOMB_SEQ) since the base. The per-key aggregate settles which rows are
+        live (`_final_row`), so reading the side's rows needs no anti-join against its tombstones."""
+        rows = self._new_rows(inputs, state.evolve(tombstones=()), self._added_groups(inputs, changes))
         deleted = self._deleted_rows(inputs, state, changes)
         removed = [s for s in changes.segments_removed if s in set(inputs.base.segments)]
         if removed:
-            # An overwrite deleted the base rows it replaced, key by key.
-            gone = self._read(inputs, inputs.base, removed)
+            # An overwrite deleted the base rows it replaced, key by key, before anything it wrote.
+            gone = self._read(inputs, inputs.base, removed).withColumn(TOMB_SEQ, F.col(ROW_SEQ) + 1)
             deleted = gone if deleted is None else deleted.select(*gone.columns).unionByName(gone)
         return rows, deleted
 
 
-def _tagged(frame: DataFrame, keys: list[str], row_columns: list[str], side: str, kind: str, base) -> DataFrame:
+def _tagged(frame: DataFrame, keys: list[str], row_columns: list[str], side: str, kind: str, seq: str,
+            base) -> DataFrame:
     return frame.select(*[F.col(quote(k)) for k in keys], F.lit(side).alias("_bs_side"), F.lit(kind).alias("_bs_kind"),
-                        base.alias("_bs_base"), F.struct(*[F.col(quote(c)) for c in row_columns]).alias("_bs_row"))
+                        F.col(seq).alias("_bs_seq"), base.alias("_bs_base"),
+                        F.struct(*[F.col(quote(c)) for c in row_columns]).alias("_bs_row"))
+
+
+def _final_row(side: str) -> str:
+    """SQL aggregate: the side's row for a key, i.e. its newest written row unless a tombstone at least as
+    new deleted it (a key tombstone deletes rows written before it; an update's image has its sequence)."""
+    written = f"CASE WHEN _bs_side = '{side}' AND _bs_kind = 'row' THEN _bs_seq END"
+    deleted = f"CASE WHEN _bs_side = '{side}' AND _bs_kind = 'gone' THEN _bs_seq END"
+    return f"CASE WHEN max({written}) >= coalesce(max({deleted}), -1) THEN max_by(_bs_row, {written}) END"
 
 
 def _tombstone_columns(inputs: TableInputs) -> list[str]:

@@ -422,14 +422,15 @@ class ThreeWayMerge:
             schema = self.ns.schema(state.schema_id)
             name = self._full_name(self.ns, state) if state.database_id in self.ns.databases else table_id
             new_segments, new_tombstones = [], []
-            if plan.data is not None and plan.data.new_rows is not None:
+            if plan.data is not None and plan.data.new_rows is not None and plan.data.new_rows_count != 0:
                 written = self.lakehouse.writer.write_segments(state, schema, plan.data.new_rows, seq,
                                                                plan.data.new_rows_kind, fault=self.lakehouse.fault)
                 self.ns.add_segments(written)
                 new_segments = [s.id for s in written]
             if plan.data is not None and plan.data.doomed is not None:
                 tombstone = self.lakehouse.writer.write_tombstone(state, schema, plan.data.doomed, seq,
-                                                                  fault=self.lakehouse.fault)
+                                                                  fault=self.lakehouse.fault,
+                                                                  summary=plan.data.doomed_summary)
                 if tombstone is not None:
                     self.ns.add_tombstone(tombstone)
                     new_tombstones = [tombstone.id]

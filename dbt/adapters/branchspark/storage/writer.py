@@ -19,6 +19,16 @@ from .reader import ROW_FILE, ROW_POS, ROW_SEQ, TOMB_SEQ
 _NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 
 
+@dataclass(frozen=True)
+class TombstoneSummary:
+    """What a tombstone deletes, when the caller already counted it: its rows, and the segments and
+    data files (row-id names) they live in. Saves reading the written tombstone back."""
+
+    rows: int
+    segments: frozenset[str]
+    files: frozenset[str]
+
+
 @dataclass
 class SegmentWriter:
     spark: SparkSession
@@ -60,25 +70,30 @@ class SegmentWriter:
             self.warehouse.delete_dir(root)
 
     def write_tombstone(self, table: TableState, schema: Schema, doomed: DataFrame, seq: int,
-                        fault=None) -> TombstoneInfo | None:
+                        fault=None, summary: TombstoneSummary | None = None) -> TombstoneInfo | None:
         """Write the rows `doomed` (with row ids) as a tombstone; None when nothing matched."""
+        if summary is not None and summary.rows == 0:
+            return None
         relative = self.warehouse.new_tombstone_dir(table.id, seq)
         image = [F.col(f"`{c.name}`") for c in schema.columns]
         ids = [F.col(SEGMENT_COLUMN), F.col(ROW_FILE), F.col(ROW_POS), F.col(ROW_SEQ)]
-        doomed.select(*image, *ids, F.lit(seq).cast("long").alias(TOMB_SEQ)).write.mode("error") \
-            .parquet(self.warehouse.uri(relative))
+        rows = doomed.select(*image, *ids, F.lit(seq).cast("long").alias(TOMB_SEQ))
+        rows.write.mode("error").parquet(self.warehouse.uri(relative))
         if fault:
             fault("write.after_files")
-        # One small row per touched data file: metadata, not table data.
-        touched = (self.spark.read.parquet(self.warehouse.uri(relative))
-                   .groupBy(SEGMENT_COLUMN, ROW_FILE).count().collect())
-        total = sum(r["count"] for r in touched)
-        if total == 0:
+        if summary is None:
+            # One small row per touched data file: metadata, not table data. The schema is known, so
+            # reading it back needs no inference job.
+            touched = (self.spark.read.schema(rows.schema).parquet(self.warehouse.uri(relative))
+                       .groupBy(SEGMENT_COLUMN, ROW_FILE).count().collect())
+            summary = TombstoneSummary(sum(r["count"] for r in touched),
+                                       frozenset(r[SEGMENT_COLUMN] for r in touched),
+                                       frozenset(r[ROW_FILE] for r in touched))
+        if summary.rows == 0:
             self.warehouse.delete_dir(relative)
             return None
-        return TombstoneInfo(uuid.uuid4().hex, table.id, relative, seq, schema.id, total,
-                             tuple(sorted({r[SEGMENT_COLUMN] for r in touched})),
-                             tuple(sorted({r[ROW_FILE] for r in touched})))
+        return TombstoneInfo(uuid.uuid4().hex, table.id, relative, seq, schema.id, summary.rows,
+                             tuple(sorted(summary.segments)), tuple(sorted(summary.files)))
 
 
 def _partition_values(suffix: str) -> dict:
