@@ -484,13 +484,15 @@ class Transaction:
         required = [quote(c.name) for c in schema.columns if not c.nullable and c.name.lower() not in checked]
         null_flag = F.expr(" OR ".join(f"{c} IS NULL" for c in required)) if required else None
         if key and not key_checked:
-            # One aggregation answers both questions, NULLs first (deterministic whichever row offends).
+            # One aggregation answers both questions: the worst offending key, NULLs first (deterministic
+            # whichever row offends). A top-1 needs no second shuffle.
             per_key = rows.groupBy(*[quote(k) for k in key]).agg(
                 F.count(F.lit(1)).alias("_bs_n"),
-                *([F.max(null_flag.cast("int")).alias("_bs_nulls")] if required else []))
-            found = per_key.agg(F.max((F.col("_bs_n") > 1).cast("int")).alias("dup"),
-                                (F.max("_bs_nulls") if required else F.lit(0)).alias("nulls")).first()
-            has_nulls, repeats = bool(found["nulls"]), bool(found["dup"])
+                (F.max(null_flag.cast("int")) if required else F.lit(0)).alias("_bs_nulls"))
+            worst = (per_key.filter((F.col("_bs_n") > 1) | (F.col("_bs_nulls") == 1))
+                     .orderBy(F.desc("_bs_nulls")).limit(1).collect())
+            has_nulls = bool(worst) and worst[0]["_bs_nulls"] == 1
+            repeats = bool(worst) and not has_nulls
         else:
             has_nulls = bool(required) and rows.filter(null_flag).limit(1).count() > 0
             repeats = False
