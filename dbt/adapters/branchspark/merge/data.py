@@ -233,20 +233,21 @@ class DataMerger:
         s_in, d_in, b_in = (F.col(p).isNotNull() for p in "sdb")
         both = F.col("d_touched")
 
-        def cell(side: str, column: str):
-            return F.col(side)[column]
+        def cell(side: str, column: str) -> str:
+            return f"{side}.{quote(column)}"
 
         # A merge driver decides first, for keys both sides changed; the default rules cover the rest.
         driven, driver_conflict = driver_outputs(driver, values) if driver is not None else ({}, None)
         undriven = [c for c in values if c not in driven]
         all_driven = bool(driven) and not undriven
 
-        def clashes(c: str):
-            return (~cell("s", c).eqNullSafe(cell("b", c)) & ~cell("d", c).eqNullSafe(cell("b", c))
-                    & ~cell("s", c).eqNullSafe(cell("d", c)))
+        # The per-column rules are SQL text: one call into the JVM per expression, not per column and side.
+        def clashes(c: str) -> str:
+            return (f"(NOT {cell('s', c)} <=> {cell('b', c)} AND NOT {cell('d', c)} <=> {cell('b', c)} "
+                    f"AND NOT {cell('s', c)} <=> {cell('d', c)})")
 
-        same = reduce(lambda a, b: a & b, [cell("s", c).eqNullSafe(cell("d", c)) for c in undriven], F.lit(True))
-        cell_clash = reduce(lambda a, b: a | b, [clashes(c) for c in undriven], F.lit(False))
+        same = F.expr(" AND ".join(f"{cell('s', c)} <=> {cell('d', c)}" for c in undriven) or "true")
+        cell_clash = F.expr(" OR ".join(clashes(c) for c in undriven) or "false")
         rule = F.when(~both, F.lit(None))
         if driver_conflict is not None:
             rule = rule.when(F.coalesce(driver_conflict, F.lit(False)), F.lit("driver"))
@@ -259,26 +260,35 @@ class DataMerger:
                 .when(cell_clash, F.lit("3.4 cells")))
         clash = F.col("_bs_rule").isNotNull()
         ours = prefer == "ours"
+        preferred = "d" if ours else "s"
 
-        def merged_value(column: str):
+        def merged_sql(column: str) -> str:
             """A column only one side changed takes that side's value; else the preferred side's."""
-            if column in driven:
-                return driven[column]
-            return (F.when(b_in & cell("s", column).eqNullSafe(cell("b", column)), cell("d", column))
-                    .when(b_in & cell("d", column).eqNullSafe(cell("b", column)), cell("s", column))
-                    .otherwise(cell("d", column) if ours else cell("s", column)))
+            return (f"CASE WHEN b IS NOT NULL AND {cell('s', column)} <=> {cell('b', column)} THEN {cell('d', column)} "
+                    f"WHEN b IS NOT NULL AND {cell('d', column)} <=> {cell('b', column)} THEN {cell('s', column)} "
+                    f"ELSE {cell(preferred, column)} END")
 
         def new_value(column: str):
             if column in keys:
                 return F.col(quote(column))
+            if column in driven:  # the driver's value is a Column: the same rules, composed as Columns
+                merged = driven[column]
+                if prefer is None:
+                    settled = F.when(F.expr(clashes(column)), F.lit(None)).otherwise(merged)
+                elif ours:
+                    settled = F.expr(cell("d", column))
+                else:
+                    settled = F.when(F.col("_bs_rule") == "3.4 cells", merged).otherwise(F.expr(cell("s", column)))
+                return F.when(~both, F.expr(cell("s", column))).when(clash, settled).otherwise(merged)
+            merged = merged_sql(column)
             if prefer is None:  # an open conflict: cells both sides changed differently stay undecided
-                settled = F.when(clashes(column), F.lit(None)).otherwise(merged_value(column))
+                settled = f"CASE WHEN {clashes(column)} THEN NULL ELSE {merged} END"
+            elif ours:
+                settled = cell("d", column)
             else:
-                settled = cell("d", column) if ours else F.when(F.col("_bs_rule") == "3.4 cells",
-                                                                merged_value(column)).otherwise(cell("s", column))
-            return (F.when(~both, cell("s", column))
-                    .when(clash, settled)
-                    .otherwise(merged_value(column)))
+                settled = f"CASE WHEN _bs_rule = '3.4 cells' THEN {merged} ELSE {cell('s', column)} END"
+            return F.expr(f"CASE WHEN NOT d_touched THEN {cell('s', column)} WHEN _bs_rule IS NOT NULL THEN {settled} "
+                          f"ELSE {merged} END")
 
         winner_in = d_in if ours else s_in
         kept_when_merged = (s_in | d_in) if all_driven else (s_in & d_in)
