@@ -33,10 +33,7 @@ ROW_RULES = ("3.4 insert", "3.4 update/delete", "3.4 cells", "A1", "A3", "driver
 
 def start(lakehouse: "Lakehouse", src: str, src_head: str, dest: str, dest_head: str, base: str, *,
           interactive: bool, message: str | None, author: str | None, drivers=None) -> MergeResult:
-    existing = P.load(lakehouse.store, dest)
-    if existing is not None and existing.open:
-        raise errors.InvalidArgument(f"a {existing.kind} of '{existing.src}' into '{dest}' is paused "
-                                     f"({existing.phase}): continue it (continue: true) or abort it (abort_merge)")
+    lakehouse.store.refuse_if_paused(dest)
     paused = P.PausedMerge(dest, "merge", src, src_head, dest_head, base,
                            P.INSPECTING_SCHEMA if interactive else P.NOT_STARTED,
                            {"interactive": interactive, "message": message, "author": author})
@@ -62,7 +59,7 @@ def _planner(lakehouse, paused: P.PausedMerge, drivers):
 
     policy = ConflictPolicy("abort", {k.lower(): v for k, v in paused.takes.items()})
     planner = ThreeWayMerge(lakehouse, paused.src, paused.src_head, paused.dest, paused.base, policy,
-                            paused.state.get("message"), paused.state.get("author"))
+                            paused.state.get("message"), paused.state.get("author"), finishing=paused.id)
     planner.schema_choices = {k.lower(): v for k, v in paused.state.get("schema_choices", {}).items()}
     planner.drivers = drivers or {}
     planner.keyless_rows = True

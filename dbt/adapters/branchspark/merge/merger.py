@@ -51,6 +51,8 @@ def merge_branch(lakehouse: "Lakehouse", src: str | None, dest: str = "main", *,
         if current.kind == "rebase":
             return rebase.resume(lakehouse, dest, on_conflict, drivers)
         return interactive.continue_merge(lakehouse, dest, drivers)
+    # A paused merge holds dest until it is continued or aborted: any other merge, even a dry run, is refused.
+    lakehouse.store.refuse_if_paused(dest)
     if strategy == "rebase":
         return rebase.rebase(lakehouse, src, dest, on_conflict=on_conflict, drivers=drivers)
     pause = strategy == "interactive" or on_conflict == "pause"
@@ -133,11 +135,12 @@ class TablePlan:
 
 class ThreeWayMerge:
     def __init__(self, lakehouse: "Lakehouse", src_label: str, src_head: str, dest: str, base: str,
-                 policy: ConflictPolicy, message: str | None, author: str | None):
+                 policy: ConflictPolicy, message: str | None, author: str | None, finishing: str | None = None):
+        """`finishing`: the id of the paused merge this plan belongs to (merge/interactive.py)."""
         self.lakehouse = lakehouse
         store = lakehouse.store
         self.tx = Transaction(lakehouse, dest, message or f"merge {src_label} into {dest}", author,
-                              allow_protected=True)
+                              allow_protected=True, finishing=finishing)
         self.tx.merge_parent = src_head
         self.ns = self.tx.ns
         self.base = Namespace(store, store.root(base), f"merge base {base[:12]}")
