@@ -19,6 +19,14 @@ DRIVER = """
   {% do run_query("update " ~ merge_conflicts('shop.orders', 'main') ~ " set " ~ assignments ~ " where " ~ where) %}
 {% endmacro %}
 
+{% macro larger_qty(base, ours, theirs) %}
+  {{ return({'qty': 'greatest(' ~ ours['qty'] ~ ', ' ~ theirs['qty'] ~ ')'}) }}
+{% endmacro %}
+
+{% macro update_events(assignments, where) %}
+  {% do run_query("update " ~ merge_conflicts('shop.events', 'main') ~ " set " ~ assignments ~ " where " ~ where) %}
+{% endmacro %}
+
 {% macro count_open_conflicts() %}
   {% set result = run_query("select count(*) from " ~ merge_conflicts('shop.orders', 'main') ~ " where conflict") %}
   {{ print("open conflicts: " ~ result.columns[0].values()[0]) }}
@@ -108,3 +116,42 @@ def test_pause_status_resolve_continue_abort_and_a_driver_from_dbt(project, spar
     assert "open conflicts: 0" in capsys.readouterr().out
     assert dbt(project, "run-operation", "merge_branch", "--args", "{dest: main, continue: true}").success
     assert amounts(lh) == [(1, 99.0), (2, 99.0)]
+
+
+def test_keyless_conflicts_a_driver_and_a_refused_merge_from_dbt(project, spark, tmp_path, capsys):
+    """A keyless table updated on both branches in one segment (A3): its conflict relation resolved by
+    UPDATE statements, a plain merge into the paused main refused, then a driver macro on the next A3."""
+    lh = Lakehouse(spark, str(tmp_path / "warehouse"))
+    with lh.transaction("main") as tx:
+        tx.create_database("shop")
+        tx.create_table_as("shop.events", spark.createDataFrame([(1, 10), (2, 20), (3, 30)], "id bigint, qty bigint"))
+    lh.create_branch("dev")
+    lh.create_branch("hotfix")
+    lh.branch("hotfix").insert("shop.events", spark.createDataFrame([(9, 90)], "id bigint, qty bigint"))
+    lh.branch("dev").update("shop.events", "id = 1", {"qty": "11"})
+    lh.branch("main").update("shop.events", "id = 2", {"qty": "22"})
+
+    assert dbt(project, "run-operation", "merge_branch", "--args", "{src: dev, dest: main, on_conflict: pause}").success
+    printed = capsys.readouterr().out
+    assert "bs_conflicts_main_shop_events" in printed and "A3" in printed
+    head = lh.get_branch("main").head
+    refused = dbt(project, "run-operation", "merge_branch", "--args", "{src: hotfix, dest: main}")
+    assert not refused.success
+    assert ("a merge of 'dev' into 'main' is paused (resolving data): continue it (merge_branch with continue: "
+            "true) or abort it (abort_merge main) first" in capsys.readouterr().out)
+    assert lh.get_branch("main").head == head
+
+    # Both rows only one side changed: accept their proposals, one by SQL, one by marking it resolved.
+    assert dbt(project, "run-operation", "update_events", "--args",
+               "{assignments: 'merged_qty = their_qty', where: 'base_id = 1'}").success
+    assert dbt(project, "run-operation", "update_events", "--args",
+               "{assignments: 'conflict = false', where: 'base_id = 2'}").success
+    assert dbt(project, "run-operation", "merge_branch", "--args", "{dest: main, continue: true}").success
+    assert sorted(tuple(r) for r in lh.read("shop.events", "main").collect()) == [(1, 11), (2, 22), (3, 30)]
+
+    lh.branch("dev").update("shop.events", "id = 3", {"qty": "31"})
+    lh.branch("main").update("shop.events", "id = 3", {"qty": "33"})
+    assert dbt(project, "run-operation", "merge_branch", "--args", "{src: dev, dest: main}",
+               "--vars", "{merge_drivers: {shop.events: larger_qty}}").success
+    assert dbt(project, "run-operation", "merge_branch", "--args", "{src: hotfix, dest: main}").success
+    assert sorted(tuple(r) for r in lh.read("shop.events", "main").collect()) == [(1, 11), (2, 22), (3, 33), (9, 90)]

@@ -197,6 +197,7 @@ class BranchSparkConnectionManager(SparkConnectionManager):
                 if lakehouse.branch_exists(name) and not lakehouse.get_branch(name).protected:
                     lakehouse.protect_branch(name)
             refuse_protected_builds(lakehouse, creds.branch)
+            refuse_builds_on_paused(lakehouse, creds.branch)
             # a writing invocation works on its run branch, merged into the target at its end
             branch_session = BranchSession(spark, lakehouse, session_branch(lakehouse, creds))
             branch_session.expose_branch()
@@ -227,13 +228,17 @@ def ensure_branch(lakehouse, branch: str, create_from: Optional[str]) -> None:
 BUILDING_COMMANDS = {"run", "build", "seed", "snapshot", "clone", "retry"}
 
 
-def refuse_protected_builds(lakehouse, branch: str) -> None:
+def _dbt_command() -> Optional[str]:
     try:
         from dbt.flags import get_flags
 
-        command = getattr(get_flags(), "WHICH", None)
+        return getattr(get_flags(), "WHICH", None)
     except Exception:  # no dbt invocation (the adapter used as a library)
-        command = None
+        return None
+
+
+def refuse_protected_builds(lakehouse, branch: str) -> None:
+    command = _dbt_command()
     if command in BUILDING_COMMANDS and lakehouse.get_branch(branch).protected:
         from dbt.adapters.branchspark.errors import BranchsparkError
 
@@ -241,6 +246,12 @@ def refuse_protected_builds(lakehouse, branch: str) -> None:
             f"branch '{branch}' is protected and only changes by merge, so `dbt {command}` against it would "
             f"build nothing: target a feature branch, then `dbt run-operation merge_branch --args "
             f"'{{src: <feature>, dest: {branch}}}'`")
+
+
+def refuse_builds_on_paused(lakehouse, branch: str) -> None:
+    """A branch with a paused merge takes no change but that merge's: building against it would land nothing."""
+    if _dbt_command() in BUILDING_COMMANDS:
+        lakehouse.store.refuse_if_paused(branch)
 
 
 def error_line(exc: BaseException) -> str:

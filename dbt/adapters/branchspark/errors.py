@@ -87,6 +87,17 @@ class ProtectedBranch(BranchsparkError):
         self.branch = branch
 
 
+class MergeInProgress(InvalidArgument):
+    """A branch with a paused merge or rebase takes no other change until that one is continued or aborted."""
+
+    def __init__(self, branch: str, kind: str, src: str, phase: str):
+        super().__init__(
+            f"a {kind} of '{src}' into '{branch}' is paused ({phase}): continue it (merge_branch with continue: "
+            f"true) or abort it (abort_merge {branch}) first; nothing was written to '{branch}'"
+        )
+        self.branch = branch
+
+
 class MergeConflict(BranchsparkError):
     """A merge found conflicts; `report` holds one row per conflict."""
 

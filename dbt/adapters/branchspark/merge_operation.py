@@ -97,15 +97,13 @@ def paused_operation(lakehouse, operation: str, dest: str, table=None, take=None
 
 
 def driver_sides(lakehouse, dest: str, table: str):
-    """{base, ours, theirs}: SQL text of each value column of `table` on `dest`, for a driver macro;
-    None when the table is not on dest or has no primary key (drivers merge keyed rows)."""
+    """{base, ours, theirs}: SQL text of each value column of `table` on `dest` (every column of a keyless
+    table, whose rows are paired by identity), for a driver macro; None when the table is not on dest."""
     from .merge.drivers import side_sql
 
     snapshot = lakehouse.snapshot(dest)
     if not snapshot.has_table(table):
         return None
     state = snapshot.state(table)
-    if not state.primary_key:
-        return None
     values = [c.name for c in snapshot.ns.schema(state.schema_id).columns if c.name not in state.primary_key]
     return {side: side_sql(side, values) for side in ("base", "ours", "theirs")}

@@ -202,7 +202,7 @@ class InvocationRun:
             f"`dbt run-operation drop_branch --args '{{name: {self.run_branch}}}'` removes it")
 
     def land(self) -> None:
-        from dbt.adapters.branchspark.errors import MergeConflict, StaleHead
+        from dbt.adapters.branchspark.errors import MergeConflict, MergeInProgress, StaleHead
         from dbt.adapters.branchspark.merge.base import merge_base
         from dbt.adapters.branchspark.merge_operation import report_text
 
@@ -230,6 +230,11 @@ class InvocationRun:
                 raise DbtRuntimeError(
                     f"{report_text(conflict.report)}\nnothing landed on branch '{self.branch}': {conflict}. "
                     f"The run's writes are kept on run branch '{self.run_branch}'") from None
+            except MergeInProgress as paused:  # a merge into the branch paused during the run
+                self.save_state("kept")
+                raise DbtRuntimeError(f"nothing landed on branch '{self.branch}': {paused}. The run's writes are "
+                                      f"kept on run branch '{self.run_branch}': `dbt retry` lands them once that "
+                                      f"merge is continued or aborted") from None
         else:
             self.save_state("kept")
             raise DbtRuntimeError(f"nothing landed on branch '{self.branch}': its head kept moving during "

@@ -33,16 +33,18 @@ if TYPE_CHECKING:
 
 class Transaction:
     def __init__(self, lakehouse: "Lakehouse", branch: str, message: str = "", author: str | None = None,
-                 allow_protected: bool = False):
+                 allow_protected: bool = False, finishing: str | None = None):
         self.lakehouse = lakehouse
         self.store = lakehouse.store
         self.branch = branch
         self.message = message
         self.author = author
         self.allow_protected = allow_protected
+        self.finishing = finishing  # the paused merge this transaction finishes: the one change its branch takes
         info = self.store.get_branch(branch)
         if info.protected and not allow_protected:
             raise errors.ProtectedBranch(branch)
+        self.store.refuse_if_paused(branch, finishing)  # early; the commit checks again under the catalog lock
         self.base_head = info.head
         self.ns = Namespace(self.store, self.store.root(info.head), branch)
         self.operations: list[OpInfo] = []
@@ -84,7 +86,8 @@ class Transaction:
                 schemas=self.ns.new_schemas.values(), segments=self.ns.new_segments.values(),
                 tombstones=self.ns.new_tombstones.values(), operations=self.operations,
                 message=self.message or _summary(self.operations), author=self.author,
-                merge_parent=self.merge_parent, allow_protected=self.allow_protected, fault=self.lakehouse.fault)
+                merge_parent=self.merge_parent, allow_protected=self.allow_protected, finishing=self.finishing,
+                fault=self.lakehouse.fault)
 
         try:
             self.commit_info = commit_on(self.branch)

@@ -44,6 +44,8 @@ CATALOG_URL_ENV = "BRANCHSPARK_CATALOG_URL"  # the catalog when neither the call
 CATALOG_PASSWORD_ENV = "BRANCHSPARK_CATALOG_PASSWORD"  # fills in a catalog URL given without its password
 _MIGRATIONS = Path(__file__).parent / "migrations"
 _ONE_MICROSECOND = 1
+# Phases of a bs_paused_merges row that hold nothing (merge/paused.py); any other phase is an open merge.
+_SETTLED_PHASES = ("not started", "finished")
 
 
 def new_id() -> str:
@@ -225,6 +227,8 @@ class CatalogStore:
     def move_branch(self, name: str, expected: str, new_head: str) -> None:
         """Point a branch at an existing commit (fast-forward, reset), by compare-and-swap."""
         with self._write() as conn, conn.begin():
+            self._lock_catalog(conn)
+            self.refuse_if_paused(name, conn=conn)
             self._swap_head(conn, name, expected, new_head)
 
     def _swap_head(self, conn: Connection, branch: str, expected: str, new_head: str) -> None:
@@ -334,6 +338,19 @@ class CatalogStore:
             stack.extend(p for p in edges[cid] if p)
         return seen
 
+    def refuse_if_paused(self, branch: str, finishing: str | None = None, conn: Connection | None = None) -> None:
+        """Raise MergeInProgress when a merge or rebase into `branch` is paused, unless it is the one whose id
+        is `finishing` (its own commit): any other commit would move the head that merge is built on."""
+        query = (select(m.PausedMerge.id, m.PausedMerge.kind, m.PausedMerge.src, m.PausedMerge.phase)
+                 .where(m.PausedMerge.dest == branch))
+        if conn is None:
+            with self.engine.connect() as reading:
+                row = reading.execute(query).first()
+        else:
+            row = conn.execute(query).first()
+        if row is not None and row.phase not in _SETTLED_PHASES and row.id != finishing:
+            raise errors.MergeInProgress(branch, row.kind, row.src, row.phase)
+
     def pinned_commits(self) -> list[str]:
         """Commits that hold files although no branch points at them: those a paused merge or rebase
         reads or has written (its src head, dest head, and a rebase's replayed commits)."""
@@ -362,9 +379,11 @@ class CatalogStore:
         author: str | None = None,
         merge_parent: str | None = None,
         allow_protected: bool = False,
+        finishing: str | None = None,
         fault=None,
     ) -> CommitInfo:
-        """Write new versions and one commit, and move the branch head from `expected_head` to it."""
+        """Write new versions and one commit, and move the branch head from `expected_head` to it.
+        `finishing`: the id of the paused merge this commit finishes (the only commit a paused branch takes)."""
         commit_id = new_id()
         with self._write() as conn, conn.begin():
             self._lock_catalog(conn)
@@ -375,6 +394,7 @@ class CatalogStore:
                 raise errors.StaleHead(branch, expected_head, branch_row.head)
             if branch_row.protected and not allow_protected:
                 raise errors.ProtectedBranch(branch)
+            self.refuse_if_paused(branch, finishing, conn)
             seq = self._next_seq(conn)
             last_us = conn.execute(select(m.Counter.value).where(m.Counter.name == "ts_us")).scalar_one()
             ts_us = max(_to_us(utcnow()), last_us + _ONE_MICROSECOND)  # strictly increasing commit time

@@ -1,7 +1,10 @@
 """The relations a paused merge exposes (SPEC 3.6), readable and updatable with Spark SQL.
 
-Data: one relation per primary-key table the merge plans row by row, with a
-row for every key src changed: the key columns; for each other column `c`,
+Data: one relation per table the merge plans row by row, with a row for every
+key src changed (primary-key tables) or for every base row either side deleted
+or updated in a segment A1/A3 contest (keyless tables, merge/contested.py):
+the key columns (keyless: the base row's identity, `row_segment`, `row_file`,
+`row_position`); for each other column `c`,
 `base_c`, `our_c` (dest's current value), `their_c` (src's) and `merged_c`
 (what the merge will write); `our_diff_type` / `their_diff_type` (added,
 modified, removed; null where that side left the key alone);
@@ -74,7 +77,9 @@ def relation_from_decided(decided: DataFrame, keys: list[str], values: list[str]
     is_conflict = F.col("_bs_rule").isNotNull()
     columns += [diff("d").alias("our_diff_type"), diff("s").alias("their_diff_type"),
                 F.when(touched["d"], d_in).otherwise(b_in).alias("our_row_exists"), s_in.alias("their_row_exists"),
-                F.when(is_conflict, F.lit(None).cast("boolean")).otherwise(~F.col(KEEP)).alias("merged_deleted"),
+                # An open conflict shows the deletion the plan proposes, if any (keyless rows one side deleted).
+                F.when(is_conflict & F.col(KEEP).isNull(), F.lit(None).cast("boolean"))
+                .otherwise(~F.col(KEEP)).alias("merged_deleted"),
                 is_conflict.alias("conflict"), F.col("_bs_rule").alias("rule")]
     return decided.select(*columns)
 

@@ -7,6 +7,9 @@ Keyless tables (3.3) merge by row identity, which every row keeps for life:
 src's new segments join dest as they are (zero copy), and one merge
 tombstone carries src's deletions, less the rows dest already deleted (A2)
 or overwrote (A5), plus src's update images of rows dest overwrote (A4).
+A paused merge or a merge driver decides the rows of segments A1/A3 contest
+one by one instead (merge/contested.py): their decisions replace the rules'
+for those rows.
 
 Primary-key tables (3.4) merge per key: a key only one side changed takes
 that side's row; keys both sides changed are decided here (same row, cell by
@@ -38,6 +41,7 @@ from ..storage.reader import (
     quote,
     segment_group,
 )
+from . import contested as contested_rows
 from .conflict_tables import KEEP, MERGED, apply_resolutions
 from .drivers import driver_outputs
 from .report import Conflict
@@ -45,6 +49,8 @@ from .sides import ObjectChanges
 
 IDENTITY = [ROW_FILE, ROW_POS]
 _SHOWN_KEYS = 20  # conflicting keys listed in a report; the count covers all of them
+# The operation pair a contested keyless row's rule stands for, as conflict reports name it.
+_CONTESTED_OPS = {"A1": ("update", "delete"), "A3": ("update", "update")}
 _ROWS_PER_FILE = 1_000_000  # a merge's output files: sized by row count, at least one
 
 
@@ -76,7 +82,13 @@ class DataPlan:
     tombstones: list[str] = field(default_factory=list)
     conflicts: list[Conflict] = field(default_factory=list)
     cached: list[DataFrame] = field(default_factory=list)  # change-sized frames shared by several jobs
-    decided: DataFrame | None = None  # keyed: every key src changed, with both sides and the merged row
+    # Rows planned one by one (keyed: every key src changed; keyless: the rows of contested segments), with
+    # both sides and the merged row; a paused merge shows them as a conflict relation with these columns.
+    decided: DataFrame | None = None
+    relation_keys: list[str] = field(default_factory=list)
+    relation_values: list[str] = field(default_factory=list)
+    # Keyless: merged rows a resolution or driver writes in place of contested rows, as update images.
+    replacement_rows: DataFrame | None = None
     # Counted while planning (keyed), so the write skips empty outputs and reads nothing back.
     new_rows_count: int | None = None
     doomed_summary: TombstoneSummary | None = None
@@ -135,7 +147,10 @@ class DataMerger:
         return F.substring_index(F.col(column), "/", 1)
 
     # ------------------------------------------------------------ keyless
-    def keyless(self, inputs: TableInputs) -> DataPlan:
+    def keyless(self, inputs: TableInputs, contested: dict[str, set[str]] | None = None, prefer: str | None = None,
+                driver=None, resolutions: DataFrame | None = None) -> DataPlan:
+        """`contested`: the A1/A3 segments (merge/contested.py) to decide row by row, with the table's merge
+        `driver`, `prefer` and a paused merge's `resolutions`; None or empty: the merge as SPEC 3.3 plans it."""
         src, dest = inputs.src_changes, inputs.dest_changes
         if src.whole_overwrite:
             # Replaying src's overwrite on dest leaves src's rows, whatever dest did.
@@ -178,7 +193,65 @@ class DataMerger:
                 stale = stale.select(*_tombstone_columns(inputs))
                 doomed = stale if doomed is None else doomed.unionByName(stale)
         plan.doomed = doomed
+        if contested:
+            self._decide_contested(inputs, plan, contested, prefer, driver, resolutions)
         return plan
+
+    def _decide_contested(self, inputs: TableInputs, plan: DataPlan, contested: dict[str, set[str]],
+                          prefer: str | None, driver, resolutions: DataFrame | None) -> None:
+        """Rows of contested segments, decided one by one; their decisions replace the rules' for them."""
+        columns = [c.name for c in inputs.schema.columns]
+        sides = {"s": (inputs.src, inputs.src_changes), "d": (inputs.dest, inputs.dest_changes)}
+        deleted = {side: self._deleted_rows(inputs, state, changes) for side, (state, changes) in sides.items()}
+        base = contested_rows.base_rows({k: v for k, v in deleted.items() if v is not None}, columns, contested,
+                                        self._dead_at_base(inputs, contested))
+        base = base.localCheckpoint()  # change-sized, read by each step below
+        images = {side: self._current_images(inputs, state, changes, base, columns, side)
+                  for side, (state, changes) in sides.items()}
+        removed = {side: self._groups(changes.segments_removed) for side, (_, changes) in sides.items()}
+        paired = contested_rows.pair(base, images, removed, columns)
+        decided = contested_rows.decide(paired, columns, contested, prefer, driver)
+        if resolutions is not None:
+            decided = apply_resolutions(decided, resolutions, contested_rows.CONTESTED_KEYS, columns)
+        decided = decided.cache()
+        plan.cached.append(decided)
+        plan.decided, plan.relation_keys, plan.relation_values = decided, list(contested_rows.CONTESTED_KEYS), columns
+        # Counts per rule and segment only: a report lists segments, not rows.
+        found = (decided.filter(F.col("_bs_rule").isNotNull()).groupBy("_bs_rule", contested_rows.ROW_SEGMENT)
+                 .count().collect())
+        for rule in sorted({r["_bs_rule"] for r in found}):
+            segments = sorted(r[contested_rows.ROW_SEGMENT] for r in found if r["_bs_rule"] == rule)
+            count = sum(r["count"] for r in found if r["_bs_rule"] == rule)
+            src_op, dest_op = _CONTESTED_OPS.get(rule, (_ops(inputs.src_changes), _ops(inputs.dest_changes)))
+            plan.conflicts.append(Conflict("table", inputs.name, src_op, dest_op, rule,
+                                           f"segments {', '.join(segments)} ({count} rows)"))
+        doomed, replacements, decided_ids = contested_rows.writes(decided, columns)
+        if plan.doomed is not None:
+            plan.doomed = plan.doomed.join(decided_ids, IDENTITY, "left_anti").unionByName(doomed)
+        else:
+            plan.doomed = doomed
+        plan.replacement_rows = replacements
+
+    def _dead_at_base(self, inputs: TableInputs, contested: dict[str, set[str]]) -> DataFrame | None:
+        """Identities of contested segments' rows the base had already deleted: a side's tombstone can name
+        one again (a merge of a branch that deleted it before the base). Only the base's tombstones of
+        those segments are read."""
+        segments = set().union(*contested.values())
+        earlier = [t for t in self.lookup.tombstone_infos(inputs.base.tombstones) if segments & set(t.target_segments)]
+        if not earlier:
+            return None
+        return self.reader.read_tombstones(inputs.base, earlier, inputs.schema).select(*IDENTITY)
+
+    def _current_images(self, inputs: TableInputs, state: TableState, changes: ObjectChanges, base: DataFrame,
+                        columns: list[str], side: str) -> DataFrame | None:
+        """(base identity, the side's live update image of that base row), following updates of updates."""
+        updates = [s for s in self.lookup.segment_infos(list(dict.fromkeys(changes.segments_added)))
+                   if s.kind == "update"]
+        if not updates:
+            return None
+        lineage = contested_rows.update_lineage(self._prev_identity(updates), base.select(*IDENTITY), len(updates))
+        live = self._new_rows(inputs, state, {segment_group(s) for s in updates})
+        return contested_rows.current_images(live, lineage, columns, side)
 
     def _stale_update_images(self, inputs: TableInputs, shared: list[str], overwritten: set[str]) -> DataFrame | None:
         """A4: src's update images of rows that dest overwrote, following chains of updates."""
@@ -302,7 +375,7 @@ class DataMerger:
             decided = apply_resolutions(decided, resolutions, keys, values)
         decided = decided.cache()
         plan = DataPlan(keep_segments=list(inputs.dest.segments), tombstones=list(inputs.dest.tombstones),
-                        cached=[decided], decided=decided)
+                        cached=[decided], decided=decided, relation_keys=keys, relation_values=values)
         # Doomed on dest: the row dest holds for every key the merge rewrites (the base row where only
         # src changed the key, dest's own row where both did).
         doomed_here = F.when(both, d_in).otherwise(b_in)

@@ -1,4 +1,4 @@
-"""Merge drivers (SPEC 3.6): a per-table function that merges the rows of a key both sides changed.
+"""Merge drivers (SPEC 3.6): a per-table function that merges the rows both sides changed.
 
 A driver receives three mappings, column name -> Spark Column, for the base,
 ours (dest) and theirs (src) rows of a key, and returns a mapping of the
@@ -6,6 +6,12 @@ columns it decides -> merged Column; the key `CONFLICT` may map to a boolean
 Column that, where true, makes the key a conflict ("driver"). Columns it does
 not return go through the default rules. It runs in Spark, inside the merge's
 plan, on every merge of the table, before the default rules.
+
+Primary-key tables call it for every key both sides changed (merge/data.py).
+Keyless tables call it for every row of a contested segment (A1/A3) that both
+sides changed, paired by base identity (merge/contested.py), with every column
+in the mappings (a side that deleted the row shows nulls): a keyless table
+with a driver merges the rows of its contested segments as keys merge.
 
 A dbt macro is a driver too: it is rendered once with the column expressions
 as SQL text (`base['amount']` is "b.`amount`") and returns SQL text per column,

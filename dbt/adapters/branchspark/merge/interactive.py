@@ -28,15 +28,12 @@ from .report import Conflict, MergeResult
 if TYPE_CHECKING:
     from ..lakehouse import Lakehouse
 
-ROW_RULES = ("3.4 insert", "3.4 update/delete", "3.4 cells", "driver", "marked")
+ROW_RULES = ("3.4 insert", "3.4 update/delete", "3.4 cells", "A1", "A3", "driver", "marked")
 
 
 def start(lakehouse: "Lakehouse", src: str, src_head: str, dest: str, dest_head: str, base: str, *,
           interactive: bool, message: str | None, author: str | None, drivers=None) -> MergeResult:
-    existing = P.load(lakehouse.store, dest)
-    if existing is not None and existing.open:
-        raise errors.InvalidArgument(f"a {existing.kind} of '{existing.src}' into '{dest}' is paused "
-                                     f"({existing.phase}): continue it (continue: true) or abort it (abort_merge)")
+    lakehouse.store.refuse_if_paused(dest)
     paused = P.PausedMerge(dest, "merge", src, src_head, dest_head, base,
                            P.INSPECTING_SCHEMA if interactive else P.NOT_STARTED,
                            {"interactive": interactive, "message": message, "author": author})
@@ -62,15 +59,17 @@ def _planner(lakehouse, paused: P.PausedMerge, drivers):
 
     policy = ConflictPolicy("abort", {k.lower(): v for k, v in paused.takes.items()})
     planner = ThreeWayMerge(lakehouse, paused.src, paused.src_head, paused.dest, paused.base, policy,
-                            paused.state.get("message"), paused.state.get("author"))
+                            paused.state.get("message"), paused.state.get("author"), finishing=paused.id)
     planner.schema_choices = {k.lower(): v for k, v in paused.state.get("schema_choices", {}).items()}
     planner.drivers = drivers or {}
+    planner.keyless_rows = True
     planner.resolutions = {name: read_relation(lakehouse, paused, name) for name in paused.relations}
     return planner
 
 
-def _is_row_conflict(conflict: Conflict) -> bool:
-    return conflict.rule in ROW_RULES
+def _is_row_conflict(conflict: Conflict, planner) -> bool:
+    """A conflict of rows the plan decided one by one (shown in a conflict relation), not of a whole table."""
+    return conflict.rule in ROW_RULES and conflict.object_name in planner.data_plans
 
 
 def _advance(lakehouse, paused: P.PausedMerge, drivers, continuing: bool) -> MergeResult:
@@ -83,7 +82,7 @@ def _advance(lakehouse, paused: P.PausedMerge, drivers, continuing: bool) -> Mer
         planner.plan(result)
         planner.release()
         paused.state["schema_rows"] = planner.schema_rows
-        open_ = [c for c in result.conflicts if not _is_row_conflict(c)]
+        open_ = [c for c in result.conflicts if not _is_row_conflict(c, planner)]
         if phase == P.INSPECTING_SCHEMA and not continuing:
             return _pause(store, paused, P.INSPECTING_SCHEMA, result)
         if open_:
@@ -100,11 +99,11 @@ def _advance(lakehouse, paused: P.PausedMerge, drivers, continuing: bool) -> Mer
     try:
         planner.plan(result)
         if phase == P.INSPECTING_DATA and paused.phase != P.INSPECTING_DATA:
-            # First arrival: show every keyed table the merge plans row by row.
+            # First arrival: show every table the merge plans row by row (keyed, or keyless with contested segments).
             for name, data in planner.data_plans.items():
                 _write_relation(lakehouse, paused, name, data)
             return _pause(store, paused, P.INSPECTING_DATA, result)
-        row_conflicts = [c for c in result.conflicts if _is_row_conflict(c)]
+        row_conflicts = [c for c in result.conflicts if _is_row_conflict(c, planner)]
         if result.conflicts:
             if phase == P.RESOLVING_DATA and continuing or not row_conflicts:
                 raise errors.MergeConflict(_still_open(paused, len(result.conflicts), "data"), report=result)
@@ -138,9 +137,7 @@ def _still_open(paused: P.PausedMerge, count: int, what: str) -> str:
 
 # ------------------------------------------------------------ relations
 def _write_relation(lakehouse, paused: P.PausedMerge, name: str, data) -> None:
-    keys = [f for f in data.decided.columns if f not in ("s", "d", "b", "s_touched", "d_touched", "_bs_rule",
-                                                          "_bs_merged", "_bs_keep")]
-    values = [f for f in data.decided.schema["_bs_merged"].dataType.fieldNames() if f not in keys]
+    keys, values = data.relation_keys, data.relation_values
     frame = relation_from_decided(data.decided, keys, values)
     paused.relations[name] = {"keys": keys, "values": values, "version": 0}
     _store_relation(lakehouse, paused, name, frame)

@@ -20,6 +20,7 @@ from ..storage.reader import TableReader
 from ..transaction import Transaction
 from .base import merge_base
 from .conflict_tables import schema_row
+from .contested import contested_segments
 from .data import DataMerger, DataPlan, TableInputs
 from .drivers import drivers_for
 from .report import Conflict, MergeResult, Outcome, conflict_message
@@ -50,6 +51,8 @@ def merge_branch(lakehouse: "Lakehouse", src: str | None, dest: str = "main", *,
         if current.kind == "rebase":
             return rebase.resume(lakehouse, dest, on_conflict, drivers)
         return interactive.continue_merge(lakehouse, dest, drivers)
+    # A paused merge holds dest until it is continued or aborted: any other merge, even a dry run, is refused.
+    lakehouse.store.refuse_if_paused(dest)
     if strategy == "rebase":
         return rebase.rebase(lakehouse, src, dest, on_conflict=on_conflict, drivers=drivers)
     pause = strategy == "interactive" or on_conflict == "pause"
@@ -132,11 +135,12 @@ class TablePlan:
 
 class ThreeWayMerge:
     def __init__(self, lakehouse: "Lakehouse", src_label: str, src_head: str, dest: str, base: str,
-                 policy: ConflictPolicy, message: str | None, author: str | None):
+                 policy: ConflictPolicy, message: str | None, author: str | None, finishing: str | None = None):
+        """`finishing`: the id of the paused merge this plan belongs to (merge/interactive.py)."""
         self.lakehouse = lakehouse
         store = lakehouse.store
         self.tx = Transaction(lakehouse, dest, message or f"merge {src_label} into {dest}", author,
-                              allow_protected=True)
+                              allow_protected=True, finishing=finishing)
         self.tx.merge_parent = src_head
         self.ns = self.tx.ns
         self.base = Namespace(store, store.root(base), f"merge base {base[:12]}")
@@ -149,9 +153,10 @@ class ThreeWayMerge:
         self.schema_choices: dict[str, str] = {}  # table -> ours | theirs for its columns
         self.drivers: dict = {}  # table -> merge driver (merge/drivers.py)
         self.resolutions: dict = {}  # table -> its conflict relation (merge/conflict_tables.py)
+        self.keyless_rows = False  # True: keyless A1/A3 conflicts are decided row by row (a paused merge)
         self.plan_data = True  # False: stop each table after its schema (an interactive merge's first pause)
         self.schema_rows: list[dict] = []  # base/ours/theirs/merged schema of each table both sides changed
-        self.data_plans: dict[str, DataPlan] = {}  # table -> its keyed row-level plan
+        self.data_plans: dict[str, DataPlan] = {}  # table -> its plan of rows decided one by one
         self.tables: dict[str, TablePlan] = {}
         self.drop_databases: list[str] = []
         self.result: MergeResult | None = None
@@ -300,12 +305,19 @@ class ThreeWayMerge:
         result = self.result
         primary_key = _three_way(base.primary_key, src.primary_key, dest.primary_key)
         keyed = bool(primary_key)
+        driver = drivers_for(self.drivers, name)
+        # A keyless table's A1/A3 conflicts are decided row by row where a paused merge can show them or a
+        # driver can settle them; after a whole overwrite on src there are no rows of the base left to pair.
+        by_row = not keyed and (self.keyless_rows or driver is not None) and not src_changes.whole_overwrite
+        contested = contested_segments(src_changes, dest_changes) if by_row else {}
         conflicts: list[Conflict] = []
         for src_op in sorted(matrix_ops(src_changes.ops)):
             for dest_op in sorted(matrix_ops(dest_changes.ops)):
                 if keyed and src_op in TABLE_DML and dest_op in TABLE_DML:
                     continue  # decided per key below
                 rule, involved = self._table_cell(src_op, dest_op, base, src, dest, src_changes, dest_changes)
+                if rule in ("A1", "A3") and by_row:
+                    continue  # decided per row below
                 if rule:
                     conflicts.append(Conflict("table", name, src_op, dest_op, rule, involved))
         src_wrote = bool(src_changes.ops & {"insert", "update", "overwrite"})
@@ -358,10 +370,11 @@ class ThreeWayMerge:
             inputs = TableInputs(name, base, src, dest, src_changes, dest_changes, merged_schema, primary_key)
             merger = DataMerger(reader, self.ns)
             if keyed:
-                data = merger.keyed(inputs, prefer, drivers_for(self.drivers, name), self.resolutions.get(name))
-                self.data_plans[name] = data
+                data = merger.keyed(inputs, prefer, driver, self.resolutions.get(name))
             else:
-                data = merger.keyless(inputs)
+                data = merger.keyless(inputs, contested, prefer, driver, self.resolutions.get(name))
+            if data.decided is not None:
+                self.data_plans[name] = data
             if data.conflicts and prefer is None:
                 result.conflicts += data.conflicts
                 return
@@ -427,6 +440,12 @@ class ThreeWayMerge:
                                                                plan.data.new_rows_kind, fault=self.lakehouse.fault)
                 self.ns.add_segments(written)
                 new_segments = [s.id for s in written]
+            if plan.data is not None and plan.data.replacement_rows is not None:
+                written = self.lakehouse.writer.write_segments(state, schema, plan.data.replacement_rows, seq,
+                                                               "update", fault=self.lakehouse.fault)
+                self.ns.add_segments(written)
+                new_segments += [s.id for s in written]
+            touched: list[str] = []
             if plan.data is not None and plan.data.doomed is not None:
                 tombstone = self.lakehouse.writer.write_tombstone(state, schema, plan.data.doomed, seq,
                                                                   fault=self.lakehouse.fault,
@@ -434,6 +453,7 @@ class ThreeWayMerge:
                 if tombstone is not None:
                     self.ns.add_tombstone(tombstone)
                     new_tombstones = [tombstone.id]
+                    touched = list(tombstone.target_segments)
             history = list(state.schema_history)
             listed = {entry["schema_id"] for entry in history}
             # Schema versions src wrote rows under stay readable, out of sight; the merged one is shown.
@@ -452,6 +472,10 @@ class ThreeWayMerge:
                     detail = {**detail, "seq": seq,
                               "segments_added": detail["segments_added"] + new_segments,
                               "tombstones_added": detail["tombstones_added"] + new_tombstones}
+                    if op == "update" and plan.data is not None and plan.data.replacement_rows is not None:
+                        # Rows decided one by one: record every segment the merge's tombstone touched (src's
+                        # images among them), so a later merge sees dest's change to them (A1/A3).
+                        detail["segments_touched"] = sorted(set(detail["segments_touched"]) | set(touched))
                 self.tx._record("table", table_id, name, op, merged=True, **detail)
         return self.tx.commit().id
 

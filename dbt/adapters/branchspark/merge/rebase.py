@@ -38,10 +38,7 @@ def rebase(lakehouse: "Lakehouse", src: str, dest: str, *, on_conflict="abort", 
         raise errors.InvalidArgument(f"cannot rebase branch '{src}' onto itself: name another branch as dest")
     _handler(on_conflict)
     dest_info = store.get_branch(dest)
-    existing = P.load(store, dest)
-    if existing is not None and existing.open:
-        raise errors.InvalidArgument(f"a {existing.kind} of '{existing.src}' into '{dest}' is paused "
-                                     f"({existing.phase}): continue it (continue: true) or abort it (abort_merge)")
+    store.refuse_if_paused(dest)
     base = merge_base(store, src_info.head, dest_info.head)
     if base is None:
         raise errors.InvalidArgument(f"'{src}' and '{dest}' share no commit, so there is no merge base")
