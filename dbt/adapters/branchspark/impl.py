@@ -404,7 +404,7 @@ class BranchSparkAdapter(SparkAdapter):
             [b.name, str(b.head)[:12] if b.head else "", "yes" if b.protected else "", _time_text(b.created_at)]
             for b in branches
         ]
-        return table_from_rows(rows, ["branch", "head", "protected", "created_at"])
+        return _text_table(rows, ["branch", "head", "protected", "created_at"])
 
     @available
     def branch_log(self, branch: Optional[str] = None, limit: Optional[int] = None):
@@ -415,7 +415,7 @@ class BranchSparkAdapter(SparkAdapter):
         for commit in commits:
             operations = ", ".join(f"{op.op} {op.object_name}" for op in (commit.operations or []))
             rows.append([str(commit.id)[:12], _time_text(commit.ts), commit.message or "", operations])
-        return table_from_rows(rows, ["commit", "time", "message", "operations"])
+        return _text_table(rows, ["commit", "time", "message", "operations"])
 
     @available
     def merge_branch(self, src: str, dest: Optional[str] = None, strategy: str = "merge", on_conflict="abort",
@@ -509,3 +509,9 @@ def _time_text(value) -> str:
     if value is None:
         return ""
     return value.isoformat(sep=" ", timespec="seconds") if hasattr(value, "isoformat") else str(value)
+
+
+def _text_table(rows: list, columns: list[str]):
+    """An agate table of text: left to infer types, agate reads a commit id such as '2e51e0771d9b' as a
+    number (and overflows on one like '1234e5678901')."""
+    return table_from_rows(rows, columns, text_only_columns=columns)

@@ -15,7 +15,9 @@ from .merge.report import MergeResult
 
 
 def _text(rows: list[dict]) -> str:
-    table = table_from_rows([list(r.values()) for r in rows], list(rows[0]))
+    # Text only: agate would read an id such as '2e51e0771d9b' as a number (and overflow on '1234e56789').
+    columns = list(rows[0])
+    table = table_from_rows([list(r.values()) for r in rows], columns, text_only_columns=columns)
     out = io.StringIO()
     table.print_table(max_rows=None, max_columns=None, max_column_width=80, output=out)
     return out.getvalue().rstrip("\n")
