@@ -15,16 +15,12 @@ DRIVER = """
   {{ return({'amount': 'greatest(' ~ ours['amount'] ~ ', ' ~ theirs['amount'] ~ ')'}) }}
 {% endmacro %}
 
-{% macro update_conflicts(assignments, where) %}
-  {% do run_query("update " ~ merge_conflicts('shop.orders', 'main') ~ " set " ~ assignments ~ " where " ~ where) %}
+{% macro update_conflicts(assignments, where, table='shop.orders') %}
+  {% do run_query("update " ~ merge_conflicts(table, 'main') ~ " set " ~ assignments ~ " where " ~ where) %}
 {% endmacro %}
 
 {% macro larger_qty(base, ours, theirs) %}
   {{ return({'qty': 'greatest(' ~ ours['qty'] ~ ', ' ~ theirs['qty'] ~ ')'}) }}
-{% endmacro %}
-
-{% macro update_events(assignments, where) %}
-  {% do run_query("update " ~ merge_conflicts('shop.events', 'main') ~ " set " ~ assignments ~ " where " ~ where) %}
 {% endmacro %}
 
 {% macro count_open_conflicts() %}
@@ -142,10 +138,10 @@ def test_keyless_conflicts_a_driver_and_a_refused_merge_from_dbt(project, spark,
     assert lh.get_branch("main").head == head
 
     # Both rows only one side changed: accept their proposals, one by SQL, one by marking it resolved.
-    assert dbt(project, "run-operation", "update_events", "--args",
-               "{assignments: 'merged_qty = their_qty', where: 'base_id = 1'}").success
-    assert dbt(project, "run-operation", "update_events", "--args",
-               "{assignments: 'conflict = false', where: 'base_id = 2'}").success
+    assert dbt(project, "run-operation", "update_conflicts", "--args",
+               "{table: shop.events, assignments: 'merged_qty = their_qty', where: 'base_id = 1'}").success
+    assert dbt(project, "run-operation", "update_conflicts", "--args",
+               "{table: shop.events, assignments: 'conflict = false', where: 'base_id = 2'}").success
     assert dbt(project, "run-operation", "merge_branch", "--args", "{dest: main, continue: true}").success
     assert sorted(tuple(r) for r in lh.read("shop.events", "main").collect()) == [(1, 11), (2, 22), (3, 30)]
 
