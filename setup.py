@@ -10,6 +10,8 @@ setup(
     package_data={
         "dbt.include.branchspark": ["dbt_project.yml", "profile_template.yml", "macros/**/*.sql"],
         "dbt.adapters.branchspark.catalog": ["migrations/*.py", "migrations/versions/*.py", "alembic.ini"],
+        # compiled on first use by storage/deletion_vectors.py (javac against pyspark's jars)
+        "dbt.adapters.branchspark.storage": ["jvm/*.java"],
     },
     install_requires=[
         "pyspark[connect]>=4.0,<5",

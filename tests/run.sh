@@ -2,7 +2,7 @@
 # The whole test suite (`make test`): a private PostgreSQL and a Spark Connect server are started here
 # unless BRANCHSPARK_TEST_PG_URL / BRANCHSPARK_TEST_CONNECT_URL already name running ones, and stopped
 # at the end. Pass 1 runs every test in-process (catalog tests on SQLite and PostgreSQL); pass 2 runs
-# dbt's conformance suite and the merge-rule tests through Spark Connect.
+# dbt's conformance suite, the merge-rule tests and the deletion-vector reads through Spark Connect.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
@@ -24,4 +24,4 @@ export BRANCHSPARK_TEST_PG_URL BRANCHSPARK_TEST_CONNECT_URL
 
 "$PY" -m pytest tests -n 2 --dist loadscope -p no:cacheprovider -q
 "$PY" -m pytest --connect tests/functional/adapter tests/core/test_merge_base.py tests/core/test_merge_matrix.py \
-  tests/core/test_merge_rules.py -n 2 --dist loadscope -p no:cacheprovider -q
+  tests/core/test_merge_rules.py tests/core/test_deletion_vectors.py -n 2 --dist loadscope -p no:cacheprovider -q

@@ -10,7 +10,9 @@ by compare-and-swap. A dry run stops after the plan.
 from __future__ import annotations
 
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING
 
 from .. import errors
@@ -33,6 +35,7 @@ if TYPE_CHECKING:
 
 STRATEGIES = ("merge", "fast_forward", "auto", "interactive", "rebase")
 ON_CONFLICT = ("abort", "ours", "theirs", "pause")
+_PARALLEL_WRITES = 4  # Spark jobs writing a merge's files at once
 
 
 def merge_branch(lakehouse: "Lakehouse", src: str | None, dest: str = "main", *, strategy: str = "merge",
@@ -430,30 +433,21 @@ class ThreeWayMerge:
     # -------------------------------------------------------------- write
     def write(self) -> str:
         seq = self.lakehouse.store.allocate_seq()
+        written = self._write_files(seq)
         for table_id, plan in self.tables.items():
             state = plan.state
-            schema = self.ns.schema(state.schema_id)
             name = self._full_name(self.ns, state) if state.database_id in self.ns.databases else table_id
+            segments, replacements, tombstone = (written.get((table_id, kind)) for kind in ("rows", "update", "gone"))
             new_segments, new_tombstones = [], []
-            if plan.data is not None and plan.data.new_rows is not None and plan.data.new_rows_count != 0:
-                written = self.lakehouse.writer.write_segments(state, schema, plan.data.new_rows, seq,
-                                                               plan.data.new_rows_kind, fault=self.lakehouse.fault)
-                self.ns.add_segments(written)
-                new_segments = [s.id for s in written]
-            if plan.data is not None and plan.data.replacement_rows is not None:
-                written = self.lakehouse.writer.write_segments(state, schema, plan.data.replacement_rows, seq,
-                                                               "update", fault=self.lakehouse.fault)
-                self.ns.add_segments(written)
-                new_segments += [s.id for s in written]
+            for infos in (segments, replacements):
+                if infos:
+                    self.ns.add_segments(infos)
+                    new_segments += [s.id for s in infos]
             touched: list[str] = []
-            if plan.data is not None and plan.data.doomed is not None:
-                tombstone = self.lakehouse.writer.write_tombstone(state, schema, plan.data.doomed, seq,
-                                                                  fault=self.lakehouse.fault,
-                                                                  summary=plan.data.doomed_summary)
-                if tombstone is not None:
-                    self.ns.add_tombstone(tombstone)
-                    new_tombstones = [tombstone.id]
-                    touched = list(tombstone.target_segments)
+            if tombstone is not None:
+                self.ns.add_tombstone(tombstone)
+                new_tombstones = [tombstone.id]
+                touched = list(tombstone.target_segments)
             history = list(state.schema_history)
             listed = {entry["schema_id"] for entry in history}
             # Schema versions src wrote rows under stay readable, out of sight; the merged one is shown.
@@ -478,6 +472,33 @@ class ThreeWayMerge:
                         detail["segments_touched"] = sorted(set(detail["segments_touched"]) | set(touched))
                 self.tx._record("table", table_id, name, op, merged=True, **detail)
         return self.tx.commit().id
+
+    def _write_files(self, seq: int) -> dict:
+        """Every table's new segments and tombstone, {(table id, "rows" | "update" | "gone"): result}.
+
+        The writes are independent small Spark jobs, each mostly fixed cost (planning, task launch, the
+        output committer), so they run side by side; the catalog learns of them only at the commit."""
+        writer, fault = self.lakehouse.writer, self.lakehouse.fault
+        jobs = {}
+        for table_id, plan in self.tables.items():
+            data = plan.data
+            if data is None:
+                continue
+            state, schema = plan.state, self.ns.schema(plan.state.schema_id)
+            if data.new_rows is not None and data.new_rows_count != 0:
+                jobs[(table_id, "rows")] = partial(writer.write_segments, state, schema, data.new_rows, seq,
+                                                   data.new_rows_kind, fault=fault)
+            if data.replacement_rows is not None:
+                jobs[(table_id, "update")] = partial(writer.write_segments, state, schema, data.replacement_rows, seq,
+                                                     "update", fault=fault)
+            if data.doomed is not None:
+                jobs[(table_id, "gone")] = partial(writer.write_tombstone, state, schema, data.doomed, seq,
+                                                   fault=fault, summary=data.doomed_summary)
+        if len(jobs) <= 1:
+            return {key: job() for key, job in jobs.items()}
+        with ThreadPoolExecutor(max_workers=min(len(jobs), _PARALLEL_WRITES)) as pool:
+            futures = {key: pool.submit(job) for key, job in jobs.items()}
+            return {key: future.result() for key, future in futures.items()}
 
 
 def _three_way(base, src, dest):

@@ -6,9 +6,10 @@
 `_bs_seg=<segment>` is a pseudo-partition: reading a table with basePath
 `.../data` gives every row its segment id as a column, for free. A segment id
 starts with the write's sequence number, so a row's sequence is readable too.
-The driver only lists and deletes files (for `gc` and to register partition
-directories); it never reads data. pyarrow's file systems do that without a
-JVM, so the same code runs under Spark Connect.
+The driver lists and deletes files (for `gc` and to register partition
+directories) and reads keyless tombstones' deleted positions (deletion vectors:
+change-sized metadata); it never reads table data. pyarrow's file systems do
+that without a JVM, so the same code runs under Spark Connect.
 """
 from __future__ import annotations
 

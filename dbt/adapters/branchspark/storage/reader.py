@@ -27,6 +27,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..catalog.state import Schema, SegmentInfo, TableState, TombstoneInfo
+from . import deletion_vectors
 from .layout import SEGMENT_COLUMN, SEQ_DIGITS, Warehouse
 
 ROW_FILE = "_bs_file"  # identity: the data file, relative to the segment root
@@ -172,24 +173,38 @@ class TableReader:
                      if _row_file(s, n) not in mine]
         hit = [self.warehouse.uri(f"{s.path}/{n}") for s in group for n in s.files if _row_file(s, n) in mine]
         mine_tombstones = [t for t in tombstones if mine & set(t.target_files)]
+        vectors = None
+        if deletion_vectors.enabled(self.spark):
+            vectors = deletion_vectors.encode([self.warehouse.uri(t.path) for t in mine_tombstones],
+                                              sum(t.row_count for t in mine_tombstones))
+        if vectors is not None:
+            rows = self._scan(table, written, target, hit, row_ids,
+                              keep=lambda raw: deletion_vectors.without_deleted(raw, vectors))
+        else:
+            rows = self._anti_joined_scan(table, written, target, hit, row_ids, mine_tombstones)
+        if not untouched:
+            return rows
+        return self._scan(table, written, target, untouched, row_ids).unionByName(rows)
+
+    def _anti_joined_scan(self, table, written, target, hit, row_ids, mine_tombstones) -> DataFrame:
         deleted = (self.read_tombstones(table, mine_tombstones, target)
                    .select(F.col(ROW_FILE).alias("_bs_dfile"), F.col(ROW_POS).alias("_bs_dpos")))
         if sum(t.row_count for t in mine_tombstones) <= _BROADCAST_TOMBSTONE_ROWS:
             deleted = F.broadcast(deleted)
         rows = self._scan(table, written, target, hit, row_ids, with_pos=True)
         # A data file's full path ends with its row-id name (below the segment root).
-        rows = rows.join(deleted, [rows[_J_POS] == deleted["_bs_dpos"], rows[_J_FILE].endswith(deleted["_bs_dfile"])],
+        return rows.join(deleted, [rows[_J_POS] == deleted["_bs_dpos"], rows[_J_FILE].endswith(deleted["_bs_dfile"])],
                          "left_anti").drop(_J_POS, _J_FILE)
-        if not untouched:
-            return rows
-        return self._scan(table, written, target, untouched, row_ids).unionByName(rows)
 
     def _scan(self, table, written: Schema, target: Schema, paths: list[str], row_ids: bool,
-              with_pos: bool = False) -> DataFrame:
+              with_pos: bool = False, keep=None) -> DataFrame:
+        """A plain scan of `paths`, projected onto `target`; `keep` filters the raw scan first."""
         fields = [T.StructField(c.name, c.data_type, True) for c in written.columns]
         fields.append(T.StructField(SEGMENT_COLUMN, T.StringType()))
         raw = (self.spark.read.schema(T.StructType(fields))
                .option("basePath", self.warehouse.uri(self.warehouse.data_dir(table.id))).parquet(*paths))
+        if keep is not None:
+            raw = keep(raw)
         columns = [project_column(written, c) for c in target.columns]
         if with_pos:
             columns += [F.col("_metadata.row_index").alias(_J_POS), F.col("_metadata.file_path").alias(_J_FILE)]

@@ -1,0 +1,171 @@
+"""Deletion vectors: a keyless tombstone applied as a per-row position lookup instead of a join.
+
+A keyless tombstone names deleted rows by (data file, row position). Reading a table used to
+anti-join every row of a targeted file with those pairs. Here the pairs become one bitmap per file,
+shipped in the plan as a binary literal, and a small Java UDF (`jvm/DeletedRow.java`) tests each
+row's `_metadata.row_index` against the bitmap of the file the task is reading. That costs a
+position lookup per row, no broadcast job and no hash probe (docs/performance.md has the numbers).
+
+The UDF is compiled once per machine with the JDK's `javac` against pyspark's own jars and cached
+(`$BRANCHSPARK_CACHE_DIR`, default `~/.cache/branchspark`), then added to each session: `ADD JAR` on
+an in-process session, `addArtifacts` on a Spark Connect session (the server gets the jar from the
+client). Where that fails (no JDK, a server that refuses artifacts), or the vectors would be large,
+or `BRANCHSPARK_DELETION_VECTORS=off`, the reader keeps the anti-join: results are the same.
+
+The positions are read on the driver from the tombstone files (pyarrow, two columns), which are
+immutable: a small cache keeps them for repeated reads of one version.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import logging
+import os
+import shutil
+import struct
+import subprocess
+import tempfile
+import threading
+import weakref
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+FUNCTION = "branchspark_deleted_row"
+_CLASS = "branchspark.DeletedRow"
+_SOURCE = Path(__file__).with_name("jvm") / "DeletedRow.java"
+_BITMAP, _SORTED = 0, 1
+# Above this many deleted positions (the vectors travel in every task's plan), join instead.
+MAX_POSITIONS = 4_000_000
+MAX_ENCODED_BYTES = 8 << 20
+
+log = logging.getLogger(__name__)
+_enabled: "weakref.WeakKeyDictionary[SparkSession, bool]" = weakref.WeakKeyDictionary()
+_lock = threading.Lock()
+
+
+def wanted() -> bool:
+    return os.environ.get("BRANCHSPARK_DELETION_VECTORS", "on").lower() not in ("off", "0", "false", "no")
+
+
+def enabled(spark: SparkSession) -> bool:
+    """True when `spark` can run the deletion-vector UDF (registered on first call, per session)."""
+    if not wanted():
+        return False
+    with _lock:
+        known = _enabled.get(spark)
+        if known is None:
+            known = _enabled[spark] = _register(spark)
+        return known
+
+
+def _register(spark: SparkSession) -> bool:
+    from .session import is_connect
+
+    try:
+        spark.udf.registerJavaFunction(FUNCTION, _CLASS, T.BooleanType())
+        return True  # already on the class path (spark.jars, or added earlier)
+    except Exception:
+        pass
+    jar = jar_path()
+    if jar is None:
+        return False
+    try:
+        if is_connect(spark):
+            spark.addArtifacts(jar)
+        else:
+            spark.sql(f"ADD JAR '{jar}'")
+        spark.udf.registerJavaFunction(FUNCTION, _CLASS, T.BooleanType())
+        return True
+    except Exception as error:  # the reader falls back to the anti-join, with the same results
+        log.warning("branchspark: deletion vectors unavailable on this session (%s); tombstones are "
+                    "applied by a join", str(error).splitlines()[0] if str(error) else type(error).__name__)
+        return False
+
+
+@functools.lru_cache(maxsize=None)
+def jar_path() -> str | None:
+    """The UDF's jar, compiled on first use and cached by source and Spark version; None without a JDK."""
+    import pyspark
+
+    spark_jars = Path(pyspark.__file__).parent / "jars"
+    source = _SOURCE.read_bytes()
+    digest = hashlib.sha256(source + pyspark.__version__.encode()).hexdigest()[:16]
+    cache = Path(os.environ.get("BRANCHSPARK_CACHE_DIR", Path.home() / ".cache" / "branchspark"))
+    jar = cache / f"branchspark-udf-{digest}.jar"
+    if jar.exists():
+        return str(jar)
+    javac, jar_tool = shutil.which("javac"), shutil.which("jar")
+    if not (javac and jar_tool and spark_jars.is_dir()):
+        log.warning("branchspark: no JDK (javac, jar) found; tombstones are applied by a join")
+        return None
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=cache) as work:
+            classes = Path(work) / "classes"
+            built = Path(work) / jar.name
+            subprocess.run([javac, "-nowarn", "--release", "17", "-d", str(classes), "-cp", f"{spark_jars}/*",
+                            str(_SOURCE)], check=True, capture_output=True, text=True)
+            subprocess.run([jar_tool, "cf", str(built), "-C", str(classes), "."], check=True, capture_output=True)
+            os.replace(built, jar)  # atomic: concurrent processes may build it at once
+    except (OSError, subprocess.CalledProcessError) as error:
+        log.warning("branchspark: building %s in %s failed (%s); tombstones are applied by a join",
+                    jar.name, cache, getattr(error, "stderr", None) or error)
+        return None
+    return str(jar)
+
+
+# ----------------------------------------------------------------- vectors
+@functools.lru_cache(maxsize=64)
+def _positions(uri: str) -> tuple[tuple[str, np.ndarray], ...]:
+    """(row-id file name, sorted positions) of one tombstone; tombstone files never change."""
+    from pyarrow import fs as pafs
+
+    filesystem, path = pafs.FileSystem.from_uri(uri if "://" in uri else "file://" + uri)
+    table = pq.read_table(path, columns=["_bs_file", "_bs_pos"], filesystem=filesystem)
+    if table.num_rows == 0:
+        return ()
+    files = table.column("_bs_file").to_numpy(zero_copy_only=False)
+    positions = table.column("_bs_pos").to_numpy(zero_copy_only=False).astype(np.int64)
+    order = np.lexsort((positions, files))
+    files, positions = files[order], positions[order]
+    starts = np.flatnonzero(np.r_[True, files[1:] != files[:-1]])
+    ends = np.r_[starts[1:], len(files)]
+    return tuple((str(files[s]), positions[s:e]) for s, e in zip(starts, ends))
+
+
+def encode(tombstone_uris: list[str], row_count: int) -> bytes | None:
+    """The deleted positions of these tombstones (`row_count` rows in all), one vector per data file, as
+    the UDF's literal; None when they are too many to travel in the plan."""
+    if row_count > MAX_POSITIONS:
+        return None
+    by_file: dict[str, list[np.ndarray]] = {}
+    for uri in tombstone_uris:
+        for name, positions in _positions(uri):
+            by_file.setdefault(name, []).append(positions)
+    parts, size = [], 0
+    for name, chunks in sorted(by_file.items()):
+        positions = np.unique(np.concatenate(chunks)) if len(chunks) > 1 else chunks[0]
+        bitmap_bytes = int(positions[-1]) // 8 + 1
+        if bitmap_bytes <= 4 * 8 * len(positions):  # a bitmap probes faster: use it unless 4x larger
+            bits = np.zeros(bitmap_bytes * 8, dtype=bool)
+            bits[positions] = True
+            kind, payload = _BITMAP, np.packbits(bits, bitorder="little").tobytes()
+        else:
+            kind, payload = _SORTED, positions.astype(">i8").tobytes()
+        name_bytes = name.encode()
+        parts.append(struct.pack(">i", len(name_bytes)) + name_bytes + struct.pack(">bi", kind, len(payload)) + payload)
+        size += len(parts[-1])
+        if size > MAX_ENCODED_BYTES:
+            return None
+    return b"".join(parts)
+
+
+def without_deleted(scan: DataFrame, vectors: bytes) -> DataFrame:
+    """`scan` (a plain Parquet scan of segment files, nothing between) minus the rows `vectors` delete."""
+    deleted: Column = F.call_function(FUNCTION, F.col("_metadata.row_index"), F.lit(vectors))
+    return scan.where(~deleted)

@@ -1,0 +1,132 @@
+"""Keyless tombstones applied as deletion vectors (a Java UDF per row position) give exactly the rows
+the anti-join gives, in every read shape; without the UDF the reader falls back to the join."""
+import contextlib
+import io
+import shutil
+
+import pytest
+from pyspark.sql import functions as F
+
+from dbt.adapters.branchspark.storage import deletion_vectors
+from sorted_rows import rows
+
+
+# Deletion vectors need a JDK to compile their UDF; without one the reader joins (tested below too).
+needs_jdk = pytest.mark.skipif(shutil.which("javac") is None or shutil.which("jar") is None,
+                               reason="no JDK (javac, jar) on PATH: deletion vectors fall back to the join")
+
+
+@pytest.fixture
+def join_only(monkeypatch):
+    """Reads built inside this context apply tombstones by the anti-join."""
+    def use_join():
+        monkeypatch.setenv("BRANCHSPARK_DELETION_VECTORS", "off")
+    return use_join
+
+
+def uses_vectors(df) -> bool:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        df.explain()
+    return deletion_vectors.FUNCTION in out.getvalue()
+
+
+@pytest.fixture
+def events(lh, spark):
+    """A keyless table in two segments of several files each, with deletes and updates on both."""
+    name = "shop.events"
+    with lh.transaction("main") as tx:
+        tx.create_database("shop")
+        tx.create_table_as(name, spark.range(0, 3000, numPartitions=3).select(
+            F.col("id"), (F.col("id") % 7).alias("bucket"), F.concat(F.lit("e"), F.col("id").cast("string")).alias("label")))
+    lh.branch("main").insert(name, spark.range(3000, 4000, numPartitions=2).select(
+        F.col("id"), (F.col("id") % 7).alias("bucket"), F.concat(F.lit("e"), F.col("id").cast("string")).alias("label")))
+    lh.branch("main").delete(name, "id % 10 = 0")  # dense: a bitmap per file
+    lh.branch("main").delete(name, "id in (5, 2995, 3999)")  # sparse, on top
+    lh.branch("main").update(name, "id % 97 = 1", {"label": "'changed'"})
+    return name
+
+
+def expected_ids():
+    return sorted(i for i in range(4000) if i % 10 != 0 and i not in (5, 2995, 3999))
+
+
+@needs_jdk
+def test_vectors_and_join_read_the_same_rows(lh, events, join_only):
+    with_vectors = lh.read(events)
+    assert uses_vectors(with_vectors), "a keyless table with tombstones reads through deletion vectors"
+    assert [r[0] for r in rows(with_vectors.select("id"))] == expected_ids()
+    assert rows(with_vectors.where("label = 'changed'").select("id")) == [
+        (i,) for i in expected_ids() if i % 97 == 1]
+    join_only()
+    joined = lh.read(events)
+    assert not uses_vectors(joined)
+    assert rows(with_vectors) == rows(joined)
+
+
+def test_row_ids_and_older_versions_match_the_join(lh, events, join_only):
+    snapshot = lh.snapshot("main")
+    before_updates = lh.log("main")[1].id  # after both deletes, before the update
+    with_vectors = rows(snapshot.read(events, with_row_ids=True))
+    older = rows(lh.read(events, at=before_updates))
+    assert len(older) == len(expected_ids())
+    join_only()
+    assert rows(snapshot.read(events, with_row_ids=True)) == with_vectors
+    assert rows(lh.read(events, at=before_updates)) == older
+
+
+def test_vectors_hold_under_joins_filters_and_python_udfs(lh, spark, events):
+    table = lh.read(events)
+    plus_one = F.udf(lambda v: v + 1, "bigint")  # a Python UDF: rows cross to a worker thread and back
+    shaped = (table.where(plus_one(F.col("id")) % 2 == 0)
+              .join(spark.range(0, 4000).withColumnRenamed("id", "other"), F.col("id") == F.col("other"))
+              .groupBy("bucket").count())
+    expected = {}
+    for i in expected_ids():
+        if (i + 1) % 2 == 0:
+            expected[i % 7] = expected.get(i % 7, 0) + 1
+    assert dict(rows(shaped)) == expected
+
+
+@needs_jdk
+def test_sparse_vectors_in_long_files(lh, spark):
+    """Few deletions in a long file travel as sorted positions, not a bitmap."""
+    with lh.transaction("main") as tx:
+        tx.create_database("big")
+        tx.create_table_as("big.t", spark.range(0, 200_000, numPartitions=1))
+    lh.branch("main").delete("big.t", "id in (3, 150000, 199999)")
+    snapshot = lh.snapshot("main")
+    tombstones = snapshot.ns.tombstone_infos(snapshot.state("big.t").tombstones)
+    encoded = deletion_vectors.encode([lh.warehouse.uri(t.path) for t in tombstones], 3)
+    assert encoded is not None and len(encoded) < 200  # three sorted longs, not a 25 KB bitmap
+    table = lh.read("big.t")
+    assert uses_vectors(table)
+    assert table.count() == 199_997
+    assert rows(table.where("id in (2, 3, 4, 149999, 150000, 199998, 199999)")) == [
+        (2,), (4,), (149999,), (199998,)]
+
+
+@needs_jdk
+def test_the_udf_refuses_rows_outside_a_segment_scan(spark, lh):
+    assert deletion_vectors.enabled(spark)
+    with pytest.raises(Exception, match="not a branchspark segment file"):
+        spark.range(3).where(~F.call_function(deletion_vectors.FUNCTION, F.col("id"), F.lit(b""))).collect()
+
+
+def test_too_many_positions_fall_back_to_the_join(lh, events, monkeypatch):
+    monkeypatch.setattr(deletion_vectors, "MAX_POSITIONS", 10)
+    table = lh.read(events)
+    assert not uses_vectors(table)
+    assert [r[0] for r in rows(table.select("id"))] == expected_ids()
+
+
+@needs_jdk
+def test_the_jar_is_built_from_source_and_without_a_jdk_there_is_none(tmp_path, monkeypatch):
+    monkeypatch.setenv("BRANCHSPARK_CACHE_DIR", str(tmp_path / "cache"))
+    built = deletion_vectors.jar_path.__wrapped__()  # uncached: compiles DeletedRow.java here
+    assert built is not None and built.startswith(str(tmp_path / "cache")) and built.endswith(".jar")
+    import zipfile
+    assert "branchspark/DeletedRow.class" in zipfile.ZipFile(built).namelist()
+    monkeypatch.setenv("BRANCHSPARK_CACHE_DIR", str(tmp_path / "other"))
+    monkeypatch.setattr(deletion_vectors.shutil, "which", lambda _: None)
+    assert deletion_vectors.jar_path.__wrapped__() is None  # the reader then joins
