@@ -57,9 +57,7 @@ def main() -> None:
         F.concat(F.lit("customer-"), (F.col("id") % 5000).cast("string")).alias("customer"))
     with lakehouse.transaction("main") as tx:
         tx.create_database("bench")
-        # Files as branchspark's writer lays them out (one per task), as compaction does too: the ratio
-        # is then the cost of the deletions, not of a different file count.
-        tx.create_table_as("bench.events", data)
+        tx.create_table_as("bench.events", data.repartition(4))
     lakehouse.branch("main").delete("bench.events", "id % 100 = 0")
     tombstoned = lakehouse.read("bench.events")
     # Compaction leaves the tombstoned version's files in place (only gc deletes files), so the
