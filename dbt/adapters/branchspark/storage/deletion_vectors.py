@@ -120,7 +120,7 @@ def jar_path() -> str | None:
 
 
 # ----------------------------------------------------------------- vectors
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=32)  # each holds at most MAX_POSITIONS positions
 def _positions(uri: str) -> tuple[tuple[str, np.ndarray], ...]:
     """(row-id file name, sorted positions) of one tombstone; tombstone files never change."""
     from pyarrow import fs as pafs
