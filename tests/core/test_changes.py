@@ -170,6 +170,20 @@ def test_a_keyed_merge_reports_an_update_as_delete_and_insert(lh, spark, keyed):
     assert_replays(lh, keyed, before, "main")
 
 
+def test_a_keyed_merge_from_a_compacted_branch_reports_the_rows_it_replaced(lh, spark, keyed):
+    """src compacted, then updated a key dest still holds in its original segment: the merge's delete
+    of dest's row is reported (found by the changes property test)."""
+    lh.create_branch("dev")
+    lh.branch("main").delete(keyed, "id = 1")
+    lh.branch("dev").compact(keyed)
+    lh.branch("dev").update(keyed, "id = 2", {"amount": "amount + 1"})
+    before = head(lh)
+    lh.merge("dev", "main", on_conflict="theirs")
+    got = [r[:3] for r in summary(table_changes(lh, keyed, before, "main"))]
+    assert got == [("delete", 2, 20.0), ("insert", 2, 21.0)]
+    assert_replays(lh, keyed, before, "main")
+
+
 # ---------------------------------------------------------------- schema and table life
 def test_schema_changes_in_the_range_project_onto_the_schema_at_to(lh, spark, orders):
     start = head(lh)

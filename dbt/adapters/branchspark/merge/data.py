@@ -380,13 +380,20 @@ class DataMerger:
         # src changed the key, dest's own row where both did).
         doomed_here = F.when(both, d_in).otherwise(b_in)
         current = F.when(both, F.col("d")).otherwise(F.col("b"))
+        # Where dest holds that row: a base row's image comes from src, which may hold it in its own
+        # compaction; a row keeps its identity, whose file names the segment it was first written to. The
+        # tombstone then names a segment of dest (what `branch_changes` locates deletions by).
+        dest_groups = sorted(self._groups(inputs.dest.segments))
+        origin = F.substring_index(current[ROW_FILE], "/", 1)
+        segment = (F.when(current[SEGMENT_COLUMN].isin(dest_groups), current[SEGMENT_COLUMN])
+                   .when(origin.isin(dest_groups), origin).otherwise(current[SEGMENT_COLUMN]))
         # One job counts everything the write needs: conflicts, rows to write, and what the tombstone
         # touches (one small struct per data file: metadata), so no output is read back.
         stats = decided.agg(
             F.count(F.when(F.col("_bs_rule").isNotNull(), 1)).alias("conflicts"),
             F.count(F.when(F.coalesce(F.col(KEEP), F.lit(False)), 1)).alias("kept"),
             F.count(F.when(doomed_here, 1)).alias("doomed"),
-            F.collect_set(F.when(doomed_here, F.struct(current[SEGMENT_COLUMN].alias("segment"),
+            F.collect_set(F.when(doomed_here, F.struct(segment.alias("segment"),
                                                        current[ROW_FILE].alias("file")))).alias("touched"),
         ).first()
         plan.new_rows_count = stats["kept"]
@@ -405,7 +412,8 @@ class DataMerger:
         # Sized by the counts: a small merge writes one file of each kind, not one per shuffle partition.
         plan.new_rows = (decided.filter(F.coalesce(F.col(KEEP), F.lit(False))).select(f"{MERGED}.*")
                          .coalesce(_files_for(stats["kept"])))
-        plan.doomed = (decided.filter(doomed_here).select(*[current[c].alias(c) for c in row_columns])
+        plan.doomed = (decided.filter(doomed_here).select(*[(segment if c == SEGMENT_COLUMN else current[c]).alias(c)
+                                                            for c in row_columns])
                        .coalesce(_files_for(stats["doomed"])))
         return plan
 
