@@ -184,6 +184,38 @@ def test_a_keyed_merge_from_a_compacted_branch_reports_the_rows_it_replaced(lh, 
     assert_replays(lh, keyed, before, "main")
 
 
+def test_a_keyed_merge_sharing_src_files_reports_only_what_dest_did_not_have(lh, spark, keyed):
+    """Different keys on each side: src's segments and tombstones join main as they are; a row src
+    inserted and then changed is one insert of its last image, and src's delete is reported."""
+    lh.create_branch("dev")
+    dev = lh.branch("dev")
+    dev.insert(keyed, df(spark, [(10, 100.0)]))
+    dev.update(keyed, "id = 10", {"amount": "101.0"})
+    dev.delete(keyed, "id = 1")
+    lh.branch("main").update(keyed, "id = 3", {"amount": "0"})
+    before = head(lh)
+    lh.merge("dev", "main")
+    got = [r[:3] for r in summary(table_changes(lh, keyed, before, "main"))]
+    assert got == [("delete", 1, 10.0), ("insert", 10, 101.0)]
+    assert_replays(lh, keyed, before, "main")
+
+
+def test_a_keyed_merge_into_a_compacted_branch_reports_the_rows_it_replaced(lh, spark, keyed):
+    """dest compacted, so it holds the base row a src delete replaces only in its compaction: the merge's
+    delete of that row is still reported (found by the changes property test)."""
+    start = head(lh)
+    lh.branch("main").delete(keyed, "id = 4")
+    lh.branch("main").compact(keyed)
+    lh.create_branch("dev", start)
+    lh.branch("dev").insert(keyed, df(spark, [(10, 100.0)]))
+    lh.branch("dev").delete(keyed, "id = 1")
+    before = head(lh)
+    lh.merge("dev", "main")
+    got = [r[:3] for r in summary(table_changes(lh, keyed, before, "main"))]
+    assert got == [("delete", 1, 10.0), ("insert", 10, 100.0)]
+    assert_replays(lh, keyed, before, "main")
+
+
 # ---------------------------------------------------------------- schema and table life
 def test_schema_changes_in_the_range_project_onto_the_schema_at_to(lh, spark, orders):
     start = head(lh)

@@ -193,6 +193,41 @@ def test_keyed_identical_changes_and_keys_one_side_changed(lh, keyed, spark):
     assert rows(lh.read(keyed, "src")) == rows(lh.read(keyed, "dest"))
 
 
+def test_keyed_changes_to_different_keys_join_dest_as_they_are(lh, keyed, spark):
+    """No key changed by both sides: src's segments and tombstones join dest unchanged; nothing is written."""
+    src, dest = lh.branch("src"), lh.branch("dest")
+    src.update(keyed, "id = 1", {"a": "100"})
+    src.delete(keyed, "id = 2")
+    src.insert(keyed, df(spark, (7, 70, "s")))
+    src.update(keyed, "id = 7", {"b": "'s2'"})  # an update of src's own new row
+    dest.update(keyed, "id = 3", {"b": "'d'"})
+    dest.insert(keyed, df(spark, (8, 80, "d")))
+    dest.delete(keyed, "id = 8")
+    before = lh.get_branch("dest").head
+    files_before = set(lh.warehouse.list_files("tables"))
+    lh.merge("src", "dest")
+    assert rows(lh.read(keyed, "dest")) == [(1, 100, "x"), (3, 30, "d"), (4, 40, "x"), (7, 70, "s2")]
+    assert set(lh.warehouse.list_files("tables")) == files_before
+    base, src_state, merged = (lh.snapshot(ref).state(keyed) for ref in ("main", "src", "dest"))
+    assert set(merged.segments) - set(lh.snapshot(before).state(keyed).segments) == set(src_state.segments) - set(base.segments)
+    assert set(src_state.tombstones) - set(base.tombstones) <= set(merged.tombstones)
+    assert rows(lh.read(keyed, before)) == [(1, 10, "x"), (2, 20, "x"), (3, 30, "d"), (4, 40, "x")]
+    # Merging back is a merge of dest's own changes onto src: the same table on both.
+    lh.merge("dest", "src")
+    assert rows(lh.read(keyed, "src")) == rows(lh.read(keyed, "dest"))
+
+
+def test_keyed_changes_sharing_one_key_are_decided_per_key_and_written(lh, keyed, spark):
+    """One key changed on both sides (different columns): the merge writes the merged rows."""
+    src, dest = lh.branch("src"), lh.branch("dest")
+    src.update(keyed, "id in (1, 3)", {"a": "a + 1"})
+    dest.update(keyed, "id = 3", {"b": "'d'"})
+    files_before = set(lh.warehouse.list_files("tables"))
+    lh.merge("src", "dest")
+    assert rows(lh.read(keyed, "dest")) == [(1, 11, "x"), (2, 20, "x"), (3, 31, "d"), (4, 40, "x")]
+    assert set(lh.warehouse.list_files("tables")) > files_before
+
+
 def test_on_conflict_ours_and_theirs_per_key_and_per_table(lh, keyed, spark):
     lh.branch("src").update(keyed, "id = 3", {"a": "1"})
     lh.branch("dest").update(keyed, "id = 3", {"a": "2"})

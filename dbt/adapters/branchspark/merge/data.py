@@ -15,7 +15,11 @@ Primary-key tables (3.4) merge per key: a key only one side changed takes
 that side's row; keys both sides changed are decided here (same row, cell by
 cell, or conflict). The merge writes one tombstone for every key it changes
 on dest and one segment with those keys' new rows, both at the merge's
-sequence, so they replace whatever dest held for those keys.
+sequence, so they replace whatever dest held for those keys. When no key was
+changed by both sides (one small job compares the keys of the two sides' new
+files), src's segments and tombstones join dest as they are, with nothing
+written: a key tombstone deletes the rows of its keys written before it, so on
+dest it deletes exactly the base rows it deleted on src.
 """
 from __future__ import annotations
 
@@ -277,16 +281,21 @@ class DataMerger:
                           F.col("_metadata.row_index").alias(ROW_POS), F.col(PREV_FILE), F.col(PREV_POS))
 
     # --------------------------------------------------------------- keyed
-    def keyed(self, inputs: TableInputs, prefer: str | None, driver=None, resolutions: DataFrame | None = None
-              ) -> DataPlan:
+    def keyed(self, inputs: TableInputs, prefer: str | None, driver=None, resolutions: DataFrame | None = None,
+              share: bool = True) -> DataPlan:
         """Per key, from one shuffle: every changed row and deleted image of both sides, grouped by key.
 
-        `driver` is the table's merge driver (merge/drivers.py); `resolutions` is a paused merge's
-        conflict relation, whose merged values replace the rules' for every key it lists."""
+        When no key was changed by both sides (and `share`), src's segments and tombstones join dest as
+        they are, as a keyless merge shares src's segments: nothing is written. `driver` is the table's
+        merge driver (merge/drivers.py); `resolutions` is a paused merge's conflict relation, whose merged
+        values replace the rules' for every key it lists; both mean the rows are decided one by one."""
         keys = list(inputs.primary_key)
         values = [c.name for c in inputs.schema.columns if c.name not in keys]
         row_columns = _tombstone_columns(inputs)
         written = self._added_groups(inputs, inputs.src_changes) | self._added_groups(inputs, inputs.dest_changes)
+        if share and driver is None and resolutions is None and self._shareable(inputs) \
+                and self._disjoint_keys(inputs):
+            return self._shared(inputs)
         parts = []
         for side, state, changes in (("s", inputs.src, inputs.src_changes), ("d", inputs.dest, inputs.dest_changes)):
             live, gone = self._side_changes(inputs, state, changes)
@@ -382,11 +391,16 @@ class DataMerger:
         current = F.when(both, F.col("d")).otherwise(F.col("b"))
         # Where dest holds that row: a base row's image comes from src, which may hold it in its own
         # compaction; a row keeps its identity, whose file names the segment it was first written to. The
-        # tombstone then names a segment of dest (what `branch_changes` locates deletions by).
-        dest_groups = sorted(self._groups(inputs.dest.segments))
+        # tombstone then names a segment of dest (what `branch_changes` locates deletions by). A base row
+        # in neither is in a segment dest rewrote it into (its compaction): dest did not change the key,
+        # so the row is live there, and the latest such segment stands for where.
+        dest_infos = self.lookup.segment_infos(list(inputs.dest.segments))
+        dest_groups = sorted({segment_group(s) for s in dest_infos})
+        rewritten = sorted({segment_group(s) for s in dest_infos if s.kind in STORED_IDENTITY_KINDS})
         origin = F.substring_index(current[ROW_FILE], "/", 1)
         segment = (F.when(current[SEGMENT_COLUMN].isin(dest_groups), current[SEGMENT_COLUMN])
-                   .when(origin.isin(dest_groups), origin).otherwise(current[SEGMENT_COLUMN]))
+                   .when(origin.isin(dest_groups), origin)
+                   .otherwise(F.lit(rewritten[-1]) if rewritten else current[SEGMENT_COLUMN]))
         # One job counts everything the write needs: conflicts, rows to write, and what the tombstone
         # touches (one small struct per data file: metadata), so no output is read back.
         stats = decided.agg(
@@ -416,6 +430,42 @@ class DataMerger:
                                                             for c in row_columns])
                        .coalesce(_files_for(stats["doomed"])))
         return plan
+
+    def _shareable(self, inputs: TableInputs) -> bool:
+        """Whether src's changes can join dest as they are, once no key was changed by both sides.
+
+        A key tombstone deletes the rows of its keys written before it, so src's tombstones delete on
+        dest exactly the base rows they deleted on src, and dest's rows of other keys stay. Overwrites
+        and compactions replace segments instead (their rows are not src's changes alone), and a new
+        primary key changes what a tombstone's key means."""
+        sides = (inputs.src_changes, inputs.dest_changes)
+        if any(changes.ops & {"overwrite", "compaction", "alter primary key"} for changes in sides):
+            return False
+        if not inputs.base.primary_key == inputs.src.primary_key == inputs.dest.primary_key:
+            return False
+        added = [s for s in self.lookup.segment_infos(list(inputs.src.segments)) if s.id not in set(inputs.base.segments)]
+        return not any(s.kind in STORED_IDENTITY_KINDS for s in added)
+
+    def _disjoint_keys(self, inputs: TableInputs) -> bool:
+        """True when no key is among the rows both sides wrote or deleted since the base (one small job
+        reading only the key columns of their new files)."""
+        touched = []
+        for state in (inputs.src, inputs.dest):
+            segments = [s for s in self.lookup.segment_infos(list(state.segments)) if s.id not in set(inputs.base.segments)]
+            tombstones = self.lookup.tombstone_infos([t for t in state.tombstones if t not in set(inputs.base.tombstones)])
+            touched.append(self.reader.read_keys(state.evolve(primary_key=inputs.primary_key), segments, tombstones,
+                                                 inputs.schema))
+        on = F.expr(" AND ".join(f"s.{quote(k)} <=> d.{quote(k)}" for k in inputs.primary_key))
+        return touched[0].alias("s").join(touched[1].alias("d"), on, "left_semi").isEmpty()
+
+    @staticmethod
+    def _shared(inputs: TableInputs) -> DataPlan:
+        """dest's version plus src's segments and tombstones since the base, shared as they are."""
+        before = set(inputs.base.segments) | set(inputs.dest.segments)
+        dead = set(inputs.base.tombstones) | set(inputs.dest.tombstones)
+        return DataPlan(keep_segments=list(inputs.dest.segments),
+                        add_segments=[s for s in inputs.src.segments if s not in before],
+                        tombstones=list(inputs.dest.tombstones) + [t for t in inputs.src.tombstones if t not in dead])
 
     def _side_changes(self, inputs: TableInputs, state: TableState, changes: ObjectChanges):
         """(rows the side wrote, still including those it deleted later; images of rows it deleted, with

@@ -156,7 +156,9 @@ class ThreeWayMerge:
         self.schema_choices: dict[str, str] = {}  # table -> ours | theirs for its columns
         self.drivers: dict = {}  # table -> merge driver (merge/drivers.py)
         self.resolutions: dict = {}  # table -> its conflict relation (merge/conflict_tables.py)
-        self.keyless_rows = False  # True: keyless A1/A3 conflicts are decided row by row (a paused merge)
+        # True in a paused merge: keyless A1/A3 conflicts are decided row by row, and every keyed table's rows
+        # are decided one by one (never shared as they are), so it can show them.
+        self.keyless_rows = False
         self.plan_data = True  # False: stop each table after its schema (an interactive merge's first pause)
         self.schema_rows: list[dict] = []  # base/ours/theirs/merged schema of each table both sides changed
         self.data_plans: dict[str, DataPlan] = {}  # table -> its plan of rows decided one by one
@@ -373,7 +375,7 @@ class ThreeWayMerge:
             inputs = TableInputs(name, base, src, dest, src_changes, dest_changes, merged_schema, primary_key)
             merger = DataMerger(reader, self.ns)
             if keyed:
-                data = merger.keyed(inputs, prefer, driver, self.resolutions.get(name))
+                data = merger.keyed(inputs, prefer, driver, self.resolutions.get(name), share=not self.keyless_rows)
             else:
                 data = merger.keyless(inputs, contested, prefer, driver, self.resolutions.get(name))
             if data.decided is not None:
