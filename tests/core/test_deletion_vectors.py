@@ -24,11 +24,15 @@ def join_only(monkeypatch):
     return use_join
 
 
-def uses_vectors(df) -> bool:
+def plan_text(df) -> str:
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         df.explain()
-    return deletion_vectors.FUNCTION in out.getvalue()
+    return out.getvalue()
+
+
+def uses_vectors(df) -> bool:
+    return deletion_vectors.FUNCTION in plan_text(df)
 
 
 @pytest.fixture
@@ -111,6 +115,36 @@ def test_the_udf_refuses_rows_outside_a_segment_scan(spark, lh):
     assert deletion_vectors.enabled(spark)
     with pytest.raises(Exception, match="not a branchspark segment file"):
         spark.range(3).where(~F.call_function(deletion_vectors.FUNCTION, F.col("id"), F.lit(b""))).collect()
+
+
+@needs_jdk
+def test_a_plain_read_takes_positions_from_the_scan_and_row_ids_from_metadata(lh, events):
+    """Without row ids the position is a column of the scan's own schema (no `_metadata` struct per row);
+    with row ids (which need the file path too) it comes from `_metadata`. Both read the same rows."""
+    plain = lh.read(events)
+    plan = plan_text(plain)
+    assert deletion_vectors.ROW_INDEX in plan and "_metadata#" not in plan
+    with_ids = lh.snapshot("main").read(events, with_row_ids=True)
+    assert "_metadata#" in plan_text(with_ids)
+    assert rows(plain) == rows(with_ids.select(*plain.columns))
+    # Spark fills that column with each row's index in its file.
+    ids = with_ids.select("_bs_file", "_bs_pos")
+    assert ids.distinct().count() == ids.count() == len(expected_ids())
+
+
+@needs_jdk
+def test_the_udf_refuses_a_scan_without_positions(lh, spark, events):
+    """A segment scan whose position column is empty fails loudly instead of keeping deleted rows."""
+    snapshot = lh.snapshot("main")
+    state = snapshot.state(events)
+    segments = snapshot.ns.segment_infos(state.segments)
+    tombstones = snapshot.ns.tombstone_infos(state.tombstones)
+    vectors = deletion_vectors.encode([lh.warehouse.uri(t.path) for t in tombstones],
+                                      sum(t.row_count for t in tombstones))
+    files = [lh.warehouse.uri(f"{s.path}/{name}") for s in segments for name in s.files]
+    scan = spark.read.schema("id long, missing long").parquet(*files)
+    with pytest.raises(Exception, match="no row position"):
+        deletion_vectors.without_deleted(scan, F.col("missing"), vectors).collect()
 
 
 def test_too_many_positions_fall_back_to_the_join(lh, events, monkeypatch):

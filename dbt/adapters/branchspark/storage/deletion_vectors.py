@@ -3,7 +3,7 @@
 A keyless tombstone names deleted rows by (data file, row position). Reading a table used to
 anti-join every row of a targeted file with those pairs. Here the pairs become one bitmap per file,
 shipped in the plan as a binary literal, and a small Java UDF (`jvm/DeletedRow.java`) tests each
-row's `_metadata.row_index` against the bitmap of the file the task is reading. That costs a
+row's position (Spark's row index) against the bitmap of the file the task is reading. That costs a
 position lookup per row, no broadcast job and no hash probe (docs/performance.md has the numbers).
 
 The UDF is compiled once per machine with the JDK's `javac` against pyspark's own jars and cached
@@ -36,6 +36,10 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 FUNCTION = "branchspark_deleted_row"
+# Spark's Parquet reader fills a read-schema column of this name with each row's position in its file
+# (it is how `_metadata.row_index` is computed). Naming it directly skips building the `_metadata` struct
+# for every row; the UDF refuses a NULL position, so a Spark that stopped filling it fails loudly.
+ROW_INDEX = "_tmp_metadata_row_index"
 _CLASS = "branchspark.DeletedRow"
 _SOURCE = Path(__file__).with_name("jvm") / "DeletedRow.java"
 _BITMAP, _SORTED = 0, 1
@@ -165,7 +169,8 @@ def encode(tombstone_uris: list[str], row_count: int) -> bytes | None:
     return b"".join(parts)
 
 
-def without_deleted(scan: DataFrame, vectors: bytes) -> DataFrame:
-    """`scan` (a plain Parquet scan of segment files, nothing between) minus the rows `vectors` delete."""
-    deleted: Column = F.call_function(FUNCTION, F.col("_metadata.row_index"), F.lit(vectors))
+def without_deleted(scan: DataFrame, position: Column, vectors: bytes) -> DataFrame:
+    """`scan` (a plain Parquet scan of segment files, nothing between) minus the rows `vectors` delete;
+    `position` is the scan's row index (`_metadata.row_index`, or the ROW_INDEX column of its schema)."""
+    deleted: Column = F.call_function(FUNCTION, position, F.lit(vectors))
     return scan.where(~deleted)

@@ -179,7 +179,7 @@ class TableReader:
                                               sum(t.row_count for t in mine_tombstones))
         if vectors is not None:
             rows = self._scan(table, written, target, hit, row_ids,
-                              keep=lambda raw: deletion_vectors.without_deleted(raw, vectors))
+                              keep=lambda raw, position: deletion_vectors.without_deleted(raw, position, vectors))
         else:
             rows = self._anti_joined_scan(table, written, target, hit, row_ids, mine_tombstones)
         if not untouched:
@@ -198,20 +198,26 @@ class TableReader:
 
     def _scan(self, table, written: Schema, target: Schema, paths: list[str], row_ids: bool,
               with_pos: bool = False, keep=None) -> DataFrame:
-        """A plain scan of `paths`, projected onto `target`; `keep` filters the raw scan first."""
+        """A plain scan of `paths`, projected onto `target`; `keep(raw, position)` filters the raw scan first."""
         fields = [T.StructField(c.name, c.data_type, True) for c in written.columns]
         fields.append(T.StructField(SEGMENT_COLUMN, T.StringType()))
+        position = F.col("_metadata.row_index")
+        if keep is not None and not (with_pos or row_ids):
+            # Only the position is needed: read it as a plain column of the scan (Spark refuses it beside
+            # `_metadata`), which skips building the `_metadata` struct for every row.
+            fields.append(T.StructField(deletion_vectors.ROW_INDEX, T.LongType()))
+            position = F.col(deletion_vectors.ROW_INDEX)
         raw = (self.spark.read.schema(T.StructType(fields))
                .option("basePath", self.warehouse.uri(self.warehouse.data_dir(table.id))).parquet(*paths))
         if keep is not None:
-            raw = keep(raw)
+            raw = keep(raw, position)
         columns = [project_column(written, c) for c in target.columns]
         if with_pos:
-            columns += [F.col("_metadata.row_index").alias(_J_POS), F.col("_metadata.file_path").alias(_J_FILE)]
+            columns += [position.alias(_J_POS), F.col("_metadata.file_path").alias(_J_FILE)]
         if row_ids:
             columns += [F.col(SEGMENT_COLUMN),
                         F.substring_index(F.col("_metadata.file_path"), f"/{SEGMENT_COLUMN}=", -1).alias(ROW_FILE),
-                        F.col("_metadata.row_index").alias(ROW_POS),
+                        position.alias(ROW_POS),
                         F.substring(F.col(SEGMENT_COLUMN), 2, SEQ_DIGITS).cast("long").alias(ROW_SEQ)]
         return raw.select(*columns)
 

@@ -43,6 +43,10 @@ public final class DeletedRow implements UDF2<Long, byte[], Boolean> {
       currentVector = vectors.get(rowFileName(file.toString()));
       currentFile = file;
     }
+    if (rowIndex == null) {
+      throw new IllegalStateException(
+          "branchspark_deleted_row: the scan gave no row position; read the segment files with the row index");
+    }
     return currentVector != null && isSet(currentVector, rowIndex);
   }
 
