@@ -29,6 +29,14 @@ def assert_replays(lh, table, from_, to, frame=None):
     assert replay(multiset(lh.read(table, at=from_)), frame.collect(), width) == multiset(lh.read(table, at=to))
 
 
+def merged_changes(lh, table, src, dest="main", **options):
+    """Merge `src` into `dest`; the changes the merge made on dest, checked to replay, as (type, id, amount)."""
+    before = head(lh, dest)
+    lh.merge(src, dest, **options)
+    assert_replays(lh, table, before, dest)
+    return [r[:3] for r in summary(table_changes(lh, table, before, dest))]
+
+
 @pytest.fixture
 def keyed(lh, spark):
     """main: shop.items(id primary key, amount) with ids 1..5."""
@@ -163,11 +171,7 @@ def test_a_keyed_merge_reports_an_update_as_delete_and_insert(lh, spark, keyed):
     lh.create_branch("dev")
     lh.branch("dev").update(keyed, "id = 2", {"amount": "amount + 1"})
     lh.branch("main").update(keyed, "id = 3", {"amount": "0"})
-    before = head(lh)
-    lh.merge("dev", "main")
-    got = [r[:3] for r in summary(table_changes(lh, keyed, before, "main"))]
-    assert got == [("delete", 2, 20.0), ("insert", 2, 21.0)]
-    assert_replays(lh, keyed, before, "main")
+    assert merged_changes(lh, keyed, "dev") == [("delete", 2, 20.0), ("insert", 2, 21.0)]
 
 
 def test_a_keyed_merge_from_a_compacted_branch_reports_the_rows_it_replaced(lh, spark, keyed):
@@ -177,11 +181,7 @@ def test_a_keyed_merge_from_a_compacted_branch_reports_the_rows_it_replaced(lh, 
     lh.branch("main").delete(keyed, "id = 1")
     lh.branch("dev").compact(keyed)
     lh.branch("dev").update(keyed, "id = 2", {"amount": "amount + 1"})
-    before = head(lh)
-    lh.merge("dev", "main", on_conflict="theirs")
-    got = [r[:3] for r in summary(table_changes(lh, keyed, before, "main"))]
-    assert got == [("delete", 2, 20.0), ("insert", 2, 21.0)]
-    assert_replays(lh, keyed, before, "main")
+    assert merged_changes(lh, keyed, "dev", on_conflict="theirs") == [("delete", 2, 20.0), ("insert", 2, 21.0)]
 
 
 def test_a_keyed_merge_sharing_src_files_reports_only_what_dest_did_not_have(lh, spark, keyed):
@@ -193,11 +193,7 @@ def test_a_keyed_merge_sharing_src_files_reports_only_what_dest_did_not_have(lh,
     dev.update(keyed, "id = 10", {"amount": "101.0"})
     dev.delete(keyed, "id = 1")
     lh.branch("main").update(keyed, "id = 3", {"amount": "0"})
-    before = head(lh)
-    lh.merge("dev", "main")
-    got = [r[:3] for r in summary(table_changes(lh, keyed, before, "main"))]
-    assert got == [("delete", 1, 10.0), ("insert", 10, 101.0)]
-    assert_replays(lh, keyed, before, "main")
+    assert merged_changes(lh, keyed, "dev") == [("delete", 1, 10.0), ("insert", 10, 101.0)]
 
 
 def test_a_keyed_merge_into_a_compacted_branch_reports_the_rows_it_replaced(lh, spark, keyed):
@@ -209,11 +205,7 @@ def test_a_keyed_merge_into_a_compacted_branch_reports_the_rows_it_replaced(lh, 
     lh.create_branch("dev", start)
     lh.branch("dev").insert(keyed, df(spark, [(10, 100.0)]))
     lh.branch("dev").delete(keyed, "id = 1")
-    before = head(lh)
-    lh.merge("dev", "main")
-    got = [r[:3] for r in summary(table_changes(lh, keyed, before, "main"))]
-    assert got == [("delete", 1, 10.0), ("insert", 10, 100.0)]
-    assert_replays(lh, keyed, before, "main")
+    assert merged_changes(lh, keyed, "dev") == [("delete", 1, 10.0), ("insert", 10, 100.0)]
 
 
 # ---------------------------------------------------------------- schema and table life
