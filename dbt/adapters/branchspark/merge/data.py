@@ -289,13 +289,13 @@ class DataMerger:
         they are, as a keyless merge shares src's segments: nothing is written. `driver` is the table's
         merge driver (merge/drivers.py); `resolutions` is a paused merge's conflict relation, whose merged
         values replace the rules' for every key it lists; both mean the rows are decided one by one."""
+        if share and driver is None and resolutions is None and self._shareable(inputs) \
+                and self._disjoint_keys(inputs):
+            return self._shared(inputs)
         keys = list(inputs.primary_key)
         values = [c.name for c in inputs.schema.columns if c.name not in keys]
         row_columns = _tombstone_columns(inputs)
         written = self._added_groups(inputs, inputs.src_changes) | self._added_groups(inputs, inputs.dest_changes)
-        if share and driver is None and resolutions is None and self._shareable(inputs) \
-                and self._disjoint_keys(inputs):
-            return self._shared(inputs)
         parts = []
         for side, state, changes in (("s", inputs.src, inputs.src_changes), ("d", inputs.dest, inputs.dest_changes)):
             live, gone = self._side_changes(inputs, state, changes)
@@ -443,16 +443,18 @@ class DataMerger:
             return False
         if not inputs.base.primary_key == inputs.src.primary_key == inputs.dest.primary_key:
             return False
-        added = [s for s in self.lookup.segment_infos(list(inputs.src.segments)) if s.id not in set(inputs.base.segments)]
-        return not any(s.kind in STORED_IDENTITY_KINDS for s in added)
+        base = set(inputs.base.segments)
+        return not any(s.kind in STORED_IDENTITY_KINDS for s in self.lookup.segment_infos(list(inputs.src.segments))
+                       if s.id not in base)
 
     def _disjoint_keys(self, inputs: TableInputs) -> bool:
         """True when no key is among the rows both sides wrote or deleted since the base (one small job
         reading only the key columns of their new files)."""
+        base_segments, base_tombstones = set(inputs.base.segments), set(inputs.base.tombstones)
         touched = []
         for state in (inputs.src, inputs.dest):
-            segments = [s for s in self.lookup.segment_infos(list(state.segments)) if s.id not in set(inputs.base.segments)]
-            tombstones = self.lookup.tombstone_infos([t for t in state.tombstones if t not in set(inputs.base.tombstones)])
+            segments = self.lookup.segment_infos([s for s in state.segments if s not in base_segments])
+            tombstones = self.lookup.tombstone_infos([t for t in state.tombstones if t not in base_tombstones])
             touched.append(self.reader.read_keys(state.evolve(primary_key=inputs.primary_key), segments, tombstones,
                                                  inputs.schema))
         on = F.expr(" AND ".join(f"s.{quote(k)} <=> d.{quote(k)}" for k in inputs.primary_key))

@@ -248,7 +248,6 @@ class TableReader:
         """The primary-key values (in `target`'s names and types) of every row of `segments` and every row
         `tombstones` delete, live or not: only the key columns of those files are read."""
         keys = [target.column(k) for k in table.primary_key]
-        ids = [(ROW_FILE, T.StringType()), (ROW_POS, T.LongType()), (ROW_SEQ, T.LongType())]
         parts = []
         for kind, objects in (("segment", segments), ("tombstone", tombstones)):
             groups: dict[str, list] = defaultdict(list)
@@ -256,19 +255,15 @@ class TableReader:
                 groups[item.schema_id].append(item)
             for schema_id, group in sorted(groups.items()):
                 written = self.lookup.schema(schema_id)
-                fields = [T.StructField(c.name, c.data_type, True) for c in written.columns]
+                # Data and tombstone files both hold every column of the schema they were written with
+                # (a partition column in a data file's directory, which basePath reads).
+                fields = T.StructType([T.StructField(c.name, c.data_type, True) for c in written.columns])
                 if kind == "segment":
-                    stored = any(s.kind in STORED_IDENTITY_KINDS for s in group)
-                    fields += [T.StructField(n, t) for n, t in ids] if stored else []
-                    fields.append(T.StructField(SEGMENT_COLUMN, T.StringType()))
-                    raw = (self.spark.read.schema(T.StructType(fields))
+                    raw = (self.spark.read.schema(fields.add(SEGMENT_COLUMN, T.StringType()))
                            .option("basePath", self.warehouse.uri(self.warehouse.data_dir(table.id)))
                            .parquet(*self._paths(group)))
                 else:
-                    fields += [T.StructField(n, t) for n, t in ((SEGMENT_COLUMN, T.StringType()), *ids,
-                                                                (TOMB_SEQ, T.LongType()))]
-                    raw = self.spark.read.schema(T.StructType(fields)).parquet(
-                        *[self.warehouse.uri(t.path) for t in group])
+                    raw = self.spark.read.schema(fields).parquet(*[self.warehouse.uri(t.path) for t in group])
                 parts.append(raw.select(*[project_column(written, k) for k in keys]))
         if not parts:
             return self.spark.createDataFrame([], T.StructType([T.StructField(k.name, k.data_type) for k in keys]))
