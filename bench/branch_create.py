@@ -1,6 +1,6 @@
 """Branch creation cost against catalog size, and scan cost of tombstones and compaction.
 
-    python bench/branch_create.py [--rows 1000000] [--rounds 9]
+    python bench/branch_create.py [--rows 1000000] [--rounds 25]
 
 Prints, measured side by side in one run:
 - branch creation time on catalogs of 1 and 1,000 tables, and their ratio (target <= 1.5x);
@@ -42,7 +42,7 @@ def branch_creation_time(lakehouse: Lakehouse) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=1_000_000)
-    parser.add_argument("--rounds", type=int, default=9, help="timed rounds of the three scans")
+    parser.add_argument("--rounds", type=int, default=25, help="timed rounds of the three scans")
     args = parser.parse_args()
     spark = spark_session()
 
@@ -78,7 +78,7 @@ def main() -> None:
     scans = {"tombstoned (segments minus tombstones)": tombstoned, "after compaction": compacted,
              "plain Parquet": plain}
     timings = side_by_side({label: (lambda df=df: full_scan(df)) for label, df in scans.items()},
-                           rounds=args.rounds, cpu_clock=jvm_cpu_clock(spark))
+                           rounds=args.rounds, warmup=5, cpu_clock=jvm_cpu_clock(spark))
     (t_tomb, c_tomb), (t_comp, c_comp), (t_plain, c_plain) = timings.values()
     rows = [(f"{label}, wall", wall) for label, (wall, _) in timings.items()]
     ratios = [("tombstoned / compacted, wall", t_tomb / t_comp, 1.3),

@@ -32,29 +32,41 @@ def median_time(action, repeats: int = 5, warmup: int = 1) -> float:
 def jvm_cpu_clock(spark):
     """A function giving the CPU seconds the Spark JVM has used so far (all its threads: driver and
     local executors), or None where /proc is missing. On a shared machine CPU time is steadier than
-    wall time, since it does not count the time other processes hold the cores."""
+    wall time, since it does not count the time other processes hold the cores.
+
+    It sums each thread's scheduler time (`/proc/PID/task/*/schedstat`, nanoseconds): the process's
+    `utime + stime` counts in clock ticks (10 ms), too coarse for scans of about 100 ms. Spark's task
+    and compiler threads are pooled and live through a benchmark, so none is lost between readings."""
     pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
-    stat, tick = f"/proc/{pid}/stat", os.sysconf("SC_CLK_TCK")
-    if not os.path.exists(stat):
+    tasks = f"/proc/{pid}/task"
+    if not os.path.isdir(tasks):
         return None
 
     def seconds() -> float:
-        with open(stat) as src:
-            fields = src.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / tick  # utime + stime
+        total = 0
+        for thread in os.listdir(tasks):
+            try:
+                with open(f"{tasks}/{thread}/schedstat") as src:
+                    total += int(src.read().split()[0])
+            except (OSError, ValueError, IndexError):  # the thread ended just now
+                pass
+        return total / 1e9
 
     return seconds
 
 
 def side_by_side(actions: dict, rounds: int = 9, warmup: int = 2, cpu_clock=None) -> dict:
     """Median wall (and CPU) seconds of each action, run in rounds that take every action in turn, so
-    that all of them share the machine's load alike. Returns {label: (wall, cpu or None)}."""
+    that all of them share the machine's load alike; each round starts one action later than the last,
+    so none always runs first, or right after the same other. Returns {label: (wall, cpu or None)}."""
     for _ in range(warmup):
         for action in actions.values():
             action()
     samples = {label: [] for label in actions}
-    for _ in range(rounds):
-        for label, action in actions.items():
+    order = list(actions.items())
+    for round_index in range(rounds):
+        shift = round_index % len(order)
+        for label, action in order[shift:] + order[:shift]:
             cpu_start = cpu_clock() if cpu_clock else None
             start = time.perf_counter()
             action()

@@ -1,5 +1,7 @@
-"""Keyless tombstones applied as deletion vectors (a Java UDF per row position) give exactly the rows
-the anti-join gives, in every read shape; without the UDF the reader falls back to the join."""
+"""Keyless tombstones applied as deletion vectors (a test per row position: a compiled Catalyst
+expression on sessions branchspark builds, a Java UDF on others such as a Spark Connect server) give
+exactly the rows the anti-join gives, in every read shape; without either the reader falls back to the
+join."""
 import contextlib
 import io
 import shutil
@@ -33,6 +35,15 @@ def plan_text(df) -> str:
 
 def uses_vectors(df) -> bool:
     return deletion_vectors.FUNCTION in plan_text(df)
+
+
+def is_connect(spark) -> bool:
+    from dbt.adapters.branchspark.storage.session import is_connect as connect_session
+    return connect_session(spark)
+
+
+# The expression's plan text names the size of its vectors instead of printing their bytes.
+COMPILED = "bytes of deletion vectors>"
 
 
 @pytest.fixture
@@ -160,7 +171,55 @@ def test_the_jar_is_built_from_source_and_without_a_jdk_there_is_none(tmp_path, 
     built = deletion_vectors.jar_path.__wrapped__()  # uncached: compiles DeletedRow.java here
     assert built is not None and built.startswith(str(tmp_path / "cache")) and built.endswith(".jar")
     import zipfile
-    assert "branchspark/DeletedRow.class" in zipfile.ZipFile(built).namelist()
+    assert {"branchspark/DeletedRow.class", "branchspark/DeletedRowExpression.class",
+            "branchspark/Extensions.class"} <= set(zipfile.ZipFile(built).namelist())
     monkeypatch.setenv("BRANCHSPARK_CACHE_DIR", str(tmp_path / "other"))
     monkeypatch.setattr(deletion_vectors.shutil, "which", lambda _: None)
     assert deletion_vectors.jar_path.__wrapped__() is None  # the reader then joins
+
+
+@needs_jdk
+def test_sessions_branchspark_builds_test_positions_with_the_compiled_expression(lh, spark, events, join_only):
+    """In-process, the session extension makes branchspark_deleted_row a Catalyst expression (generated
+    code, no boxing per row); its interpreted path (whole-stage code generation off) reads the same rows."""
+    if is_connect(spark):
+        pytest.skip("a Spark Connect server started without branchspark's extension runs the UDF (checked here)")
+    table = lh.read(events)
+    plan = plan_text(table)
+    assert COMPILED in plan and "branchspark.DeletedRow" not in plan
+    compiled = rows(table)
+    assert [r[0] for r in rows(table.select("id"))] == expected_ids()
+    spark.conf.set("spark.sql.codegen.wholeStage", "false")
+    spark.conf.set("spark.sql.codegen.factoryMode", "NO_CODEGEN")
+    try:
+        assert rows(lh.read(events)) == compiled
+    finally:
+        spark.conf.unset("spark.sql.codegen.wholeStage")
+        spark.conf.unset("spark.sql.codegen.factoryMode")
+    join_only()
+    assert rows(lh.read(events)) == compiled
+
+
+def test_a_connect_session_without_the_extension_runs_the_udf(lh, spark, events):
+    if not is_connect(spark):
+        pytest.skip("in-process sessions have the compiled expression (checked above)")
+    if not deletion_vectors.enabled(spark):
+        pytest.skip("this Spark Connect server refused the UDF's jar: the reader joins (checked elsewhere)")
+    assert COMPILED not in plan_text(lh.read(events))
+    assert [r[0] for r in rows(lh.read(events).select("id"))] == expected_ids()
+
+
+def test_session_config_adds_the_jar_and_the_extension_to_what_the_user_set(monkeypatch):
+    monkeypatch.setattr(deletion_vectors, "jar_path", lambda: "/cache/branchspark-udf.jar")
+    config = deletion_vectors.session_config({"spark.jars": "/opt/other.jar",
+                                              "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+                                              "spark.master": "local[2]"})
+    assert config == {"spark.jars": "/opt/other.jar,/cache/branchspark-udf.jar",
+                      "spark.sql.extensions": f"io.delta.sql.DeltaSparkSessionExtension,{deletion_vectors.EXTENSIONS}",
+                      "spark.master": "local[2]"}
+    assert deletion_vectors.session_config(config) == config  # no duplicates when applied twice
+    monkeypatch.setenv("BRANCHSPARK_DELETION_VECTORS", "off")
+    assert deletion_vectors.session_config({"spark.master": "local[2]"}) == {"spark.master": "local[2]"}
+    monkeypatch.setenv("BRANCHSPARK_DELETION_VECTORS", "on")
+    monkeypatch.setattr(deletion_vectors, "jar_path", lambda: None)  # no JDK
+    assert deletion_vectors.session_config({"spark.master": "local[2]"}) == {"spark.master": "local[2]"}

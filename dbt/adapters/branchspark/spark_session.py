@@ -13,6 +13,7 @@ from typing import Dict
 
 from pyspark.sql import SparkSession
 
+from dbt.adapters.branchspark.storage import deletion_vectors
 from dbt.adapters.branchspark.storage.session import CONNECT_RUNTIME_SETTINGS, is_connect, quiet
 
 # No Hive: writes never go to the Spark catalog, it only holds our temp views.
@@ -48,6 +49,7 @@ def spark_session(spark_config: Dict[str, str], remote_url: str = "") -> SparkSe
                 config.update({k: v for k, v in spark_config.items() if k in RUNTIME_SETTINGS})
             else:
                 config.update(spark_config)
+                config = deletion_vectors.session_config(config)  # the compiled tombstone test
             if not remote_url and str(config.get("spark.master", "")).startswith("local"):
                 # a local driver needs no outside address (and skips a slow hostname lookup)
                 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")

@@ -2,15 +2,20 @@
 
 A keyless tombstone names deleted rows by (data file, row position). Reading a table used to
 anti-join every row of a targeted file with those pairs. Here the pairs become one bitmap per file,
-shipped in the plan as a binary literal, and a small Java UDF (`jvm/DeletedRow.java`) tests each
+shipped in the plan as a binary constant, and `branchspark_deleted_row(position, vectors)` tests each
 row's position (Spark's row index) against the bitmap of the file the task is reading. That costs a
 position lookup per row, no broadcast job and no hash probe (docs/performance.md has the numbers).
 
-The UDF is compiled once per machine with the JDK's `javac` against pyspark's own jars and cached
-(`$BRANCHSPARK_CACHE_DIR`, default `~/.cache/branchspark`), then added to each session: `ADD JAR` on
-an in-process session, `addArtifacts` on a Spark Connect session (the server gets the jar from the
-client). Where that fails (no JDK, a server that refuses artifacts), or the vectors would be large,
-or `BRANCHSPARK_DELETION_VECTORS=off`, the reader keeps the anti-join: results are the same.
+The function is Java (`jvm/`), compiled once per machine with the JDK's `javac` against pyspark's own
+jars and cached (`$BRANCHSPARK_CACHE_DIR`, default `~/.cache/branchspark`). It comes in two forms:
+- a Catalyst expression whose generated code tests the position as a primitive long, registered by
+  the session extension `branchspark.Extensions`: `session_config()` adds the jar and the extension to
+  every in-process session branchspark builds;
+- a Java UDF (the position boxed per row), for a session without the extension: `ADD JAR` on an
+  in-process session, `addArtifacts` on a Spark Connect session (the server gets the jar from the
+  client).
+Where neither works (no JDK, a server that refuses artifacts), or the vectors would be large, or
+`BRANCHSPARK_DELETION_VECTORS=off`, the reader keeps the anti-join: results are the same.
 
 The positions are read on the driver from the tombstone files (pyarrow, two columns), which are
 immutable: a small cache keeps them for repeated reads of one version.
@@ -38,10 +43,11 @@ from pyspark.sql import types as T
 FUNCTION = "branchspark_deleted_row"
 # Spark's Parquet reader fills a read-schema column of this name with each row's position in its file
 # (it is how `_metadata.row_index` is computed). Naming it directly skips building the `_metadata` struct
-# for every row; the UDF refuses a NULL position, so a Spark that stopped filling it fails loudly.
+# for every row; the function refuses a NULL position, so a Spark that stopped filling it fails loudly.
 ROW_INDEX = "_tmp_metadata_row_index"
 _CLASS = "branchspark.DeletedRow"
-_SOURCE = Path(__file__).with_name("jvm") / "DeletedRow.java"
+EXTENSIONS = "branchspark.Extensions"
+_SOURCES = Path(__file__).with_name("jvm")
 _BITMAP, _SORTED = 0, 1
 # Above this many deleted positions (the vectors travel in every task's plan), join instead.
 MAX_POSITIONS = 4_000_000
@@ -56,8 +62,24 @@ def wanted() -> bool:
     return os.environ.get("BRANCHSPARK_DELETION_VECTORS", "on").lower() not in ("off", "0", "false", "no")
 
 
+def session_config(config: dict) -> dict:
+    """`config` for a new in-process session plus our jar and session extension, which make
+    branchspark_deleted_row the compiled expression; unchanged when vectors are off or no JDK."""
+    jar = jar_path() if wanted() else None
+    if jar is None:
+        return config
+
+    def joined(key: str, value: str) -> str:
+        present = [v for v in str(config.get(key, "")).split(",") if v.strip()]
+        return ",".join(present + [value]) if value not in present else ",".join(present)
+
+    return {**config, "spark.jars": joined("spark.jars", jar),
+            "spark.sql.extensions": joined("spark.sql.extensions", EXTENSIONS)}
+
+
 def enabled(spark: SparkSession) -> bool:
-    """True when `spark` can run the deletion-vector UDF (registered on first call, per session)."""
+    """True when `spark` can run branchspark_deleted_row: built in by our extension, or registered here
+    as a UDF on first call (per session)."""
     if not wanted():
         return False
     with _lock:
@@ -70,6 +92,11 @@ def enabled(spark: SparkSession) -> bool:
 def _register(spark: SparkSession) -> bool:
     from .session import is_connect
 
+    try:
+        if spark.catalog.functionExists(FUNCTION):
+            return True  # the extension's expression (registering the UDF would shadow it)
+    except Exception:
+        pass
     try:
         spark.udf.registerJavaFunction(FUNCTION, _CLASS, T.BooleanType())
         return True  # already on the class path (spark.jars, or added earlier)
@@ -93,12 +120,13 @@ def _register(spark: SparkSession) -> bool:
 
 @functools.lru_cache(maxsize=None)
 def jar_path() -> str | None:
-    """The UDF's jar, compiled on first use and cached by source and Spark version; None without a JDK."""
+    """The function's jar, compiled on first use and cached by source and Spark version; None without a JDK."""
     import pyspark
 
     spark_jars = Path(pyspark.__file__).parent / "jars"
-    source = _SOURCE.read_bytes()
-    digest = hashlib.sha256(source + pyspark.__version__.encode()).hexdigest()[:16]
+    sources = sorted(_SOURCES.glob("*.java"))
+    digest = hashlib.sha256(b"".join(s.name.encode() + s.read_bytes() for s in sources)
+                            + pyspark.__version__.encode()).hexdigest()[:16]
     cache = Path(os.environ.get("BRANCHSPARK_CACHE_DIR", Path.home() / ".cache" / "branchspark"))
     jar = cache / f"branchspark-udf-{digest}.jar"
     if jar.exists():
@@ -113,7 +141,7 @@ def jar_path() -> str | None:
             classes = Path(work) / "classes"
             built = Path(work) / jar.name
             subprocess.run([javac, "-nowarn", "--release", "17", "-d", str(classes), "-cp", f"{spark_jars}/*",
-                            str(_SOURCE)], check=True, capture_output=True, text=True)
+                            *map(str, sources)], check=True, capture_output=True, text=True)
             subprocess.run([jar_tool, "cf", str(built), "-C", str(classes), "."], check=True, capture_output=True)
             os.replace(built, jar)  # atomic: concurrent processes may build it at once
     except (OSError, subprocess.CalledProcessError) as error:
@@ -144,7 +172,7 @@ def _positions(uri: str) -> tuple[tuple[str, np.ndarray], ...]:
 
 def encode(tombstone_uris: list[str], row_count: int) -> bytes | None:
     """The deleted positions of these tombstones (`row_count` rows in all), one vector per data file, as
-    the UDF's literal; None when they are too many to travel in the plan."""
+    the function's constant; None when they are too many to travel in the plan."""
     if row_count > MAX_POSITIONS:
         return None
     by_file: dict[str, list[np.ndarray]] = {}

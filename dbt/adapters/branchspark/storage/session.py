@@ -10,6 +10,8 @@ import sys
 
 from pyspark.sql import SparkSession
 
+from . import deletion_vectors
+
 # What a Spark Connect client may set; the server owns master, catalog, memory and UI.
 CONNECT_RUNTIME_SETTINGS = ("spark.sql.ansi.enabled", "spark.sql.session.timeZone", "spark.sql.shuffle.partitions",
                             "spark.sql.adaptive.coalescePartitions.initialPartitionNum")
@@ -31,7 +33,9 @@ def local_session(master: str | None = None, config: dict | None = None) -> Spar
                .config("spark.ui.enabled", "false")
                .config("spark.sql.shuffle.partitions", "4")
                .config("spark.sql.catalogImplementation", "in-memory"))
-    for key, value in (config or {}).items():
+    # Static settings take effect on a new JVM only: with them, tombstones are tested by a compiled
+    # expression (an existing session keeps what it has, and the reader registers a UDF instead).
+    for key, value in deletion_vectors.session_config(config or {}).items():
         builder = builder.config(key, str(value))
     session = builder.getOrCreate()
     quiet(session)
