@@ -120,10 +120,7 @@ class TableReader:
         if compacted:
             fields += [T.StructField(ROW_FILE, T.StringType()), T.StructField(ROW_POS, T.LongType()),
                        T.StructField(ROW_SEQ, T.LongType())]
-        fields.append(T.StructField(SEGMENT_COLUMN, T.StringType()))
-        raw = (self.spark.read.schema(T.StructType(fields))
-               .option("basePath", self.warehouse.uri(self.warehouse.data_dir(table.id)))
-               .parquet(*self._paths(segments)))
+        raw = self._reader(table, segments, fields, join_ids or row_ids).parquet(*self._paths(segments))
         columns = [project_column(written, c) for c in target.columns]
         if join_ids:
             # Only columns that cost nothing per row: the raw file path and row index, and the segment
@@ -145,6 +142,15 @@ class TableReader:
                             F.col("_metadata.row_index").alias(ROW_POS),
                             F.substring(F.col(SEGMENT_COLUMN), 2, SEQ_DIGITS).cast("long").alias(ROW_SEQ)]
         return raw.select(*columns)
+
+    def _reader(self, table, segments, fields: list, with_segment: bool):
+        """A Parquet reader of segment files with `fields`, plus the `_bs_seg` partition column when asked
+        for or when the segments have partition columns (both come from the directories below the
+        table's data root). Otherwise the files are read as they are: no partition column per row."""
+        if not (with_segment or any(s.partition_by for s in segments)):
+            return self.spark.read.schema(T.StructType(fields))
+        schema = T.StructType([*fields, T.StructField(SEGMENT_COLUMN, T.StringType())])
+        return self.spark.read.schema(schema).option("basePath", self.warehouse.uri(self.warehouse.data_dir(table.id)))
 
     def _paths(self, segments: list[SegmentInfo], only: set[str] | None = None) -> list[str]:
         """Data files of `segments` (all, or those whose row-id file name is in `only`)."""
@@ -178,37 +184,36 @@ class TableReader:
             vectors = deletion_vectors.encode([self.warehouse.uri(t.path) for t in mine_tombstones],
                                               sum(t.row_count for t in mine_tombstones))
         if vectors is not None:
-            rows = self._scan(table, written, target, hit, row_ids,
+            rows = self._scan(table, group, written, target, hit, row_ids,
                               keep=lambda raw, position: deletion_vectors.without_deleted(raw, position, vectors))
         else:
-            rows = self._anti_joined_scan(table, written, target, hit, row_ids, mine_tombstones)
+            rows = self._anti_joined_scan(table, group, written, target, hit, row_ids, mine_tombstones)
         if not untouched:
             return rows
-        return self._scan(table, written, target, untouched, row_ids).unionByName(rows)
+        return self._scan(table, group, written, target, untouched, row_ids).unionByName(rows)
 
-    def _anti_joined_scan(self, table, written, target, hit, row_ids, mine_tombstones) -> DataFrame:
+    def _anti_joined_scan(self, table, group, written, target, hit, row_ids, mine_tombstones) -> DataFrame:
         deleted = (self.read_tombstones(table, mine_tombstones, target)
                    .select(F.col(ROW_FILE).alias("_bs_dfile"), F.col(ROW_POS).alias("_bs_dpos")))
         if sum(t.row_count for t in mine_tombstones) <= _BROADCAST_TOMBSTONE_ROWS:
             deleted = F.broadcast(deleted)
-        rows = self._scan(table, written, target, hit, row_ids, with_pos=True)
+        rows = self._scan(table, group, written, target, hit, row_ids, with_pos=True)
         # A data file's full path ends with its row-id name (below the segment root).
         return rows.join(deleted, [rows[_J_POS] == deleted["_bs_dpos"], rows[_J_FILE].endswith(deleted["_bs_dfile"])],
                          "left_anti").drop(_J_POS, _J_FILE)
 
-    def _scan(self, table, written: Schema, target: Schema, paths: list[str], row_ids: bool,
+    def _scan(self, table, segments, written: Schema, target: Schema, paths: list[str], row_ids: bool,
               with_pos: bool = False, keep=None) -> DataFrame:
-        """A plain scan of `paths`, projected onto `target`; `keep(raw, position)` filters the raw scan first."""
+        """A plain scan of `paths` (files of `segments`), projected onto `target`; `keep(raw, position)`
+        filters the raw scan first."""
         fields = [T.StructField(c.name, c.data_type, True) for c in written.columns]
-        fields.append(T.StructField(SEGMENT_COLUMN, T.StringType()))
         position = F.col("_metadata.row_index")
         if keep is not None and not (with_pos or row_ids):
             # Only the position is needed: read it as a plain column of the scan (Spark refuses it beside
             # `_metadata`), which skips building the `_metadata` struct for every row.
             fields.append(T.StructField(deletion_vectors.ROW_INDEX, T.LongType()))
             position = F.col(deletion_vectors.ROW_INDEX)
-        raw = (self.spark.read.schema(T.StructType(fields))
-               .option("basePath", self.warehouse.uri(self.warehouse.data_dir(table.id))).parquet(*paths))
+        raw = self._reader(table, segments, fields, row_ids).parquet(*paths)
         if keep is not None:
             raw = keep(raw, position)
         columns = [project_column(written, c) for c in target.columns]
