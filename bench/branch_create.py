@@ -44,11 +44,13 @@ def branch_creation_time(lakehouse: Lakehouse) -> float:
     return median_time(lambda: lakehouse.create_branch(next(names)), repeats=50, warmup=5)
 
 
-SCANS = ("tombstoned (segments minus tombstones)", "after compaction", "plain Parquet")
+SCANS = ("tombstoned (segments minus tombstones)", "after compaction", "plain Parquet",
+         "the tombstoned version's files, read plainly")
 
 
 def scan_timings(spark, rows: int, rounds: int) -> dict:
-    """{label: (wall, cpu)} medians of full scans of the tombstoned, compacted and plain tables."""
+    """{label: (wall, cpu)} medians of full scans of the tombstoned, compacted and plain tables, and of
+    the tombstoned version's data files read as plain Parquet (what the deletion vectors add to them)."""
     lakehouse = Lakehouse(spark, scratch_dir("scan"))
     data = spark.range(rows).select(
         F.col("id"), (F.col("id") % 1000).cast("double").alias("amount"),
@@ -58,6 +60,9 @@ def scan_timings(spark, rows: int, rounds: int) -> dict:
         tx.create_table_as("bench.events", data.repartition(4))
     lakehouse.branch("main").delete("bench.events", "id % 100 = 0")
     tombstoned = lakehouse.read("bench.events")
+    snapshot = lakehouse.snapshot("main")
+    segments = snapshot.ns.segment_infos(snapshot.state("bench.events").segments)
+    segment_files = spark.read.parquet(*[lakehouse.warehouse.uri(f"{s.path}/{name}") for s in segments for name in s.files])
     # Compaction leaves the tombstoned version's files in place (only gc deletes files), so the
     # DataFrame above still reads it.
     lakehouse.branch("main").compact("bench.events")
@@ -67,14 +72,13 @@ def scan_timings(spark, rows: int, rounds: int) -> dict:
     compacted.write.parquet(plain_dir)
     plain = spark.read.parquet(plain_dir)
     expected = rows - len(range(0, rows, 100))
-    assert tombstoned.count() == compacted.count() == plain.count() == expected
+    assert tombstoned.count() == compacted.count() == plain.count() == expected and segment_files.count() == rows
     # The same rows, not only as many: nothing differs either way (a shuffle, outside the timings).
     assert tombstoned.exceptAll(plain).isEmpty() and plain.exceptAll(tombstoned).isEmpty()
 
     # The timed action reads every column of every row (no collect); the three DataFrames are built
-    # once, outside the timings (building them runs no Spark job). Rounds take the three in turn.
-    scans = dict(zip(SCANS, (tombstoned, compacted, plain)))
-
+    # once, outside the timings (building them runs no Spark job). Rounds take them in turn.
+    scans = dict(zip(SCANS, (tombstoned, compacted, plain, segment_files)))
     return side_by_side({label: (lambda df=df: full_scan(df)) for label, df in scans.items()},
                         rounds=rounds, warmup=5, cpu_clock=jvm_cpu_clock(spark))
 
@@ -108,22 +112,31 @@ def main() -> None:
 
     print(f"\n== full scan of {args.rows:,} rows, 1% deleted: {args.forks} fresh JVMs, median of "
           f"{args.rounds} rounds in each")
+    print("  (each JVM: tombstoned / compacted / plain / the tombstoned version's files read plainly; then the "
+          "ratios, in the order below)")
     forks = []
     for index in range(args.forks):
         timings = forked_scan_timings(args.rows, args.rounds)
-        (t_tomb, c_tomb), (t_comp, c_comp), (t_plain, c_plain) = (timings[label] for label in SCANS)
+        (t_tomb, c_tomb), (t_comp, c_comp), (t_plain, c_plain), (t_files, c_files) = (timings[l] for l in SCANS)
         ratios = {"tombstoned / compacted, wall": t_tomb / t_comp, "compacted / plain Parquet, wall": t_comp / t_plain}
-        line = f"  JVM {index + 1}: wall {t_tomb * 1000:.1f} / {t_comp * 1000:.1f} / {t_plain * 1000:.1f} ms"
+        extra = {"tombstoned / its files read plainly, wall": t_tomb / t_files}
+        line = (f"  JVM {index + 1}: wall {t_tomb * 1000:.1f} / {t_comp * 1000:.1f} / {t_plain * 1000:.1f} / "
+                f"{t_files * 1000:.1f} ms")
         if c_tomb is not None:
             ratios.update({"tombstoned / compacted, JVM CPU": c_tomb / c_comp,
                            "compacted / plain Parquet, JVM CPU": c_comp / c_plain})
-            line += f", JVM CPU {c_tomb * 1000:.1f} / {c_comp * 1000:.1f} / {c_plain * 1000:.1f} ms"
-        print(line + " (tombstoned / compacted / plain); ratios "
-              + ", ".join(f"{value:.3f}x" for value in ratios.values()))
-        forks.append(ratios)
-    targets = {"tombstoned": 1.3, "compacted": 1.05}
+            extra["tombstoned / its files read plainly, JVM CPU"] = c_tomb / c_files
+            line += (f", JVM CPU {c_tomb * 1000:.1f} / {c_comp * 1000:.1f} / {c_plain * 1000:.1f} / "
+                     f"{c_files * 1000:.1f} ms")
+        print(line + "; ratios " + ", ".join(f"{value:.3f}x" for value in ratios.values()))
+        forks.append({**ratios, **extra})
+    targets = {"tombstoned / compacted": 1.3, "compacted / plain Parquet": 1.05}
     report(f"full scan of {args.rows:,} rows, 1% deleted: median over the {args.forks} JVMs", [],
-           [(label, statistics.median(f[label] for f in forks), targets[label.split()[0]]) for label in forks[0]])
+           [(label, statistics.median(f[label] for f in forks), targets[label.split(",")[0]])
+            for label in forks[0] if label.split(",")[0] in targets])
+    for label in forks[0]:
+        if label.split(",")[0] not in targets:  # what the deletion vectors cost over the same files
+            print(f"  {label:<55} {statistics.median(f[label] for f in forks):10.3f}x  (no target)")
     print(f"  load average {os.getloadavg()[0]:.2f}")
 
 
