@@ -223,3 +223,15 @@ def test_session_config_adds_the_jar_and_the_extension_to_what_the_user_set(monk
     monkeypatch.setenv("BRANCHSPARK_DELETION_VECTORS", "on")
     monkeypatch.setattr(deletion_vectors, "jar_path", lambda: None)  # no JDK
     assert deletion_vectors.session_config({"spark.master": "local[2]"}) == {"spark.master": "local[2]"}
+
+
+def test_a_plain_read_scans_the_files_without_the_segment_column(lh, events):
+    """Without row ids a read names the data files only: no `_bs_seg` partition column per row, so a
+    compacted table's read is a plain Parquet scan of its files. Row ids bring the column back."""
+    lh.branch("main").compact(events)
+    for table in (lh.read(events), lh.read(events, at=lh.log("main")[1].id)):  # compacted, and tombstoned
+        assert "_bs_seg#" not in plan_text(table)
+        assert [r[0] for r in rows(table.select("id"))] == expected_ids()
+    with_ids = lh.snapshot("main").read(events, with_row_ids=True)
+    assert "_bs_seg#" in plan_text(with_ids)
+    assert rows(with_ids.select("id")) == rows(lh.read(events).select("id"))
