@@ -4,6 +4,7 @@ exactly the rows the anti-join gives, in every read shape; without either the re
 join."""
 import contextlib
 import io
+import re
 import shutil
 
 import pytest
@@ -33,8 +34,13 @@ def plan_text(df) -> str:
     return out.getvalue()
 
 
+# SegmentParquetFormat's name in a plan: the scan that leaves deleted rows out as it reads.
+LIVE_ROWS = "Parquet (branchspark segments)"
+
+
 def uses_vectors(df) -> bool:
-    return deletion_vectors.FUNCTION in plan_text(df)
+    plan = plan_text(df)
+    return deletion_vectors.FUNCTION in plan or LIVE_ROWS in plan
 
 
 def is_connect(spark) -> bool:
@@ -129,14 +135,20 @@ def test_the_udf_refuses_rows_outside_a_segment_scan(spark, lh):
 
 
 @needs_jdk
-def test_a_plain_read_takes_positions_from_the_scan_and_row_ids_from_metadata(lh, events):
-    """Without row ids the position is a column of the scan's own schema (no `_metadata` struct per row);
-    with row ids (which need the file path too) it comes from `_metadata`. Both read the same rows."""
+def test_a_plain_read_takes_positions_from_the_scan_and_row_ids_from_metadata(lh, spark, events):
+    """Without row ids the scan itself gives the positions: in-process our Parquet source leaves the
+    deleted rows out as it reads; elsewhere (the UDF) the position is a column of the scan's own schema,
+    with no `_metadata` struct per row. With row ids (which need the file path too) it comes from
+    `_metadata`. Both read the same rows."""
     plain = lh.read(events)
     plan = plan_text(plain)
-    assert deletion_vectors.ROW_INDEX in plan and "_metadata#" not in plan
+    if deletion_vectors.scan_leaves_out_deleted(spark, []):
+        assert LIVE_ROWS in plan and deletion_vectors.ROW_INDEX not in plan
+    else:
+        assert deletion_vectors.ROW_INDEX in plan
+    assert "_metadata#" not in plan
     with_ids = lh.snapshot("main").read(events, with_row_ids=True)
-    assert "_metadata#" in plan_text(with_ids)
+    assert "_metadata#" in plan_text(with_ids) and LIVE_ROWS not in plan_text(with_ids)
     assert rows(plain) == rows(with_ids.select(*plain.columns))
     # Spark fills that column with each row's index in its file.
     ids = with_ids.select("_bs_file", "_bs_pos")
@@ -171,8 +183,8 @@ def test_the_jar_is_built_from_source_and_without_a_jdk_there_is_none(tmp_path, 
     built = deletion_vectors.jar_path.__wrapped__()  # uncached: compiles DeletedRow.java here
     assert built is not None and built.startswith(str(tmp_path / "cache")) and built.endswith(".jar")
     import zipfile
-    assert {"branchspark/DeletedRow.class", "branchspark/DeletedRowExpression.class",
-            "branchspark/Extensions.class"} <= set(zipfile.ZipFile(built).namelist())
+    assert {"branchspark/DeletedRow.class", "branchspark/DeletedRowExpression.class", "branchspark/Extensions.class",
+            "branchspark/SegmentParquetFormat.class", "branchspark/LiveRows.class"} <= set(zipfile.ZipFile(built).namelist())
     monkeypatch.setenv("BRANCHSPARK_CACHE_DIR", str(tmp_path / "other"))
     monkeypatch.setattr(deletion_vectors.shutil, "which", lambda _: None)
     assert deletion_vectors.jar_path.__wrapped__() is None  # the reader then joins
@@ -181,23 +193,118 @@ def test_the_jar_is_built_from_source_and_without_a_jdk_there_is_none(tmp_path, 
 @needs_jdk
 def test_sessions_branchspark_builds_test_positions_with_the_compiled_expression(lh, spark, events, join_only):
     """In-process, the session extension makes branchspark_deleted_row a Catalyst expression (generated
-    code, no boxing per row); its interpreted path (whole-stage code generation off) reads the same rows."""
+    code, no boxing per row), which reads with row ids use; its interpreted path (whole-stage code
+    generation off) reads the same rows."""
     if is_connect(spark):
         pytest.skip("a Spark Connect server started without branchspark's extension runs the UDF (checked here)")
-    table = lh.read(events)
+    table = lh.snapshot("main").read(events, with_row_ids=True)
     plan = plan_text(table)
     assert COMPILED in plan and "branchspark.DeletedRow" not in plan
     compiled = rows(table)
-    assert [r[0] for r in rows(table.select("id"))] == expected_ids()
+    assert sorted(r[0] for r in rows(table.select("id"))) == expected_ids()
     spark.conf.set("spark.sql.codegen.wholeStage", "false")
     spark.conf.set("spark.sql.codegen.factoryMode", "NO_CODEGEN")
     try:
-        assert rows(lh.read(events)) == compiled
+        assert rows(lh.snapshot("main").read(events, with_row_ids=True)) == compiled
     finally:
         spark.conf.unset("spark.sql.codegen.wholeStage")
         spark.conf.unset("spark.sql.codegen.factoryMode")
     join_only()
-    assert rows(lh.read(events)) == compiled
+    assert rows(lh.snapshot("main").read(events, with_row_ids=True)) == compiled
+
+
+@pytest.fixture
+def live_rows_scan(spark):
+    if not deletion_vectors.scan_leaves_out_deleted(spark, []):
+        pytest.skip("this session has no branchspark jar on its class path (a Spark Connect server started "
+                    "without it): reads filter by the UDF, checked above")
+
+
+@needs_jdk
+def test_a_plain_read_leaves_deleted_rows_out_as_it_scans(lh, events, join_only, live_rows_scan):
+    """No position column and no filter after the scan: the scan gives the live rows only."""
+    table = lh.read(events)
+    plan = plan_text(table)
+    assert LIVE_ROWS in plan and deletion_vectors.FUNCTION not in plan
+    assert not re.search(r"\bFilter\b", plan)  # no Filter node (the scan's DataFilters etc. are other words)
+    assert table.count() == len(expected_ids())  # a read of no column: the rows are still counted right
+    assert [r[0] for r in rows(table.select("id"))] == expected_ids()
+    live = rows(table)
+    join_only()
+    assert rows(lh.read(events)) == live
+
+
+@pytest.fixture
+def long_files(lh, spark):
+    """A keyless table whose two files have many small row groups, with dense and sparse deletions."""
+    spark.conf.set("parquet.block.size", "16384")  # row groups of a few hundred rows
+    try:
+        with lh.transaction("main") as tx:
+            tx.create_database("long")
+            tx.create_table_as("long.t", spark.range(0, 40_000, numPartitions=2).select(
+                F.col("id"), F.concat(F.lit("row-"), F.col("id").cast("string")).alias("label")))
+    finally:
+        spark.conf.unset("parquet.block.size")
+    lh.branch("main").delete("long.t", "id % 13 = 0")
+    lh.branch("main").delete("long.t", "id in (1, 19999, 20000, 39999)")
+    return "long.t"
+
+
+def long_ids():
+    return [i for i in range(40_000) if i % 13 != 0 and i not in (1, 19999, 20000, 39999)]
+
+
+SHAPES = {
+    # Splits that start inside a file: positions come from Spark's row index, not counted.
+    "split files": {"spark.sql.files.maxPartitionBytes": "65536", "spark.sql.files.openCostInBytes": "0"},
+    # A filter pushed into Parquet may skip row groups: Spark's row index again.
+    "pushed filter": {},
+    # Row by row, by Spark's vectorized reader (a schema too wide for batches) or by parquet-mr.
+    "rows, vectorized": {"spark.sql.codegen.maxFields": "1"},
+    "rows, parquet-mr": {"spark.sql.parquet.enableVectorizedReader": "false"},
+    "code generation off": {"spark.sql.codegen.wholeStage": "false"},
+}
+
+
+@needs_jdk
+@pytest.mark.parametrize("shape", SHAPES)
+def test_live_rows_in_every_read_shape(lh, spark, long_files, shape, live_rows_scan):
+    for key, value in SHAPES[shape].items():
+        spark.conf.set(key, value)
+    try:
+        table = lh.read(long_files)
+        plan = plan_text(table)
+        assert LIVE_ROWS in plan
+        assert ("Batched: false" if shape.startswith("rows") or shape == "code generation off" else "Batched: true") in plan
+        if shape == "split files":
+            assert table.select(F.spark_partition_id()).distinct().count() > 2  # more splits than files
+        if shape == "pushed filter":
+            table = table.where("id >= 15000")
+            assert "GreaterThanOrEqual(id,15000)" in plan_text(table)  # pushed into Parquet
+            assert [r[0] for r in rows(table.select("id"))] == [i for i in long_ids() if i >= 15000]
+        else:
+            assert [r[0] for r in rows(table.select("id"))] == long_ids()
+            assert rows(table.where("label = 'row-20001'")) == [(20001, "row-20001")]
+            assert table.count() == len(long_ids())
+    finally:
+        for key in SHAPES[shape]:
+            spark.conf.unset(key)
+
+
+@needs_jdk
+def test_live_rows_of_a_partitioned_table(lh, spark, join_only, live_rows_scan):
+    with lh.transaction("main") as tx:
+        tx.create_database("part")
+        tx.create_table_as("part.t", spark.range(0, 5000, numPartitions=2).select(
+            F.col("id"), (F.col("id") % 3).cast("string").alias("region")), partition_by=["region"])
+    lh.branch("main").delete("part.t", "id % 11 = 0 or id = 4999")
+    table = lh.read("part.t")
+    assert LIVE_ROWS in plan_text(table)
+    expected = [(i, str(i % 3)) for i in range(5000) if i % 11 != 0 and i != 4999]
+    assert rows(table.select("id", "region")) == expected
+    assert rows(table.where("region = '1'").select("id", "region")) == [r for r in expected if r[1] == "1"]
+    join_only()
+    assert rows(lh.read("part.t").select("id", "region")) == expected
 
 
 def test_a_connect_session_without_the_extension_runs_the_udf(lh, spark, events):
@@ -235,3 +342,70 @@ def test_a_plain_read_scans_the_files_without_the_segment_column(lh, events):
     with_ids = lh.snapshot("main").read(events, with_row_ids=True)
     assert "_bs_seg#" in plan_text(with_ids)
     assert rows(with_ids.select("id")) == rows(lh.read(events).select("id"))
+
+
+FLAT_COLUMNS = """
+    id,
+    id % 2 = 0 AS flag,
+    CAST(id % 100 AS TINYINT) AS tiny,
+    CAST(id AS SMALLINT) AS small,
+    CAST(id * 3 AS INT) AS whole,
+    CAST(id / 7 AS FLOAT) AS real,
+    id / 9 AS ratio,
+    DATE_ADD(DATE'2020-01-01', CAST(id AS INT)) AS day,
+    TIMESTAMP'2020-01-01 00:00:00' + MAKE_INTERVAL(0, 0, 0, 0, 0, 0, id) AS at,
+    TIMESTAMP_NTZ'2020-01-01 00:00:00' + MAKE_INTERVAL(0, 0, 0, 0, 0, id, 0) AS local_at,
+    CAST(id / 4 AS DECIMAL(5, 2)) AS price,
+    CAST(id * 1000.5 AS DECIMAL(15, 3)) AS amount,
+    CAST(id AS DECIMAL(30, 4)) * 1000000000000 AS big,
+    CONCAT('s', CAST(id AS STRING)) AS label,
+    CAST(CONCAT('b', CAST(id % 50 AS STRING)) AS BINARY) AS bytes,
+    MAKE_DT_INTERVAL(0, 0, 0, id) AS span,
+    MAKE_YM_INTERVAL(0, CAST(id % 24 AS INT)) AS months
+"""
+
+
+@needs_jdk
+@pytest.mark.parametrize("dictionary", ["dictionary", "plain"])
+def test_live_rows_of_every_flat_type_with_nulls(lh, spark, join_only, live_rows_scan, dictionary):
+    """Every column type the scan moves in place, with NULLs, dictionary-encoded or not, reads exactly
+    the join's rows."""
+    columns = [c.strip() for c in FLAT_COLUMNS.strip().split(",\n")]
+    # Every fifth row NULL in every column but id (rows move with their NULL flags).
+    data = spark.range(0, 3000, numPartitions=2).selectExpr(
+        "id", *[f"IF(id % 5 = 1, NULL, {c.rsplit(' AS ', 1)[0]}) AS {c.rsplit(' AS ', 1)[1]}" for c in columns[1:]])
+    spark.conf.set("parquet.enable.dictionary", str(dictionary == "dictionary").lower())
+    try:
+        with lh.transaction("main") as tx:
+            tx.create_database("flat")
+            tx.create_table_as("flat.t", data)
+    finally:
+        spark.conf.unset("parquet.enable.dictionary")
+    lh.branch("main").delete("flat.t", "id % 3 = 0 or id in (1, 1499, 2999)")
+    table = lh.read("flat.t")
+    assert LIVE_ROWS in plan_text(table) and "Batched: true" in plan_text(table)
+    live = rows(comparable(table))
+    assert [r[0] for r in live] == [i for i in range(3000) if i % 3 != 0 and i not in (1, 1499, 2999)]
+    assert sum(1 for r in live if r[1] is None) == sum(1 for r in live if r[0] % 5 == 1)
+    join_only()
+    assert rows(comparable(lh.read("flat.t"))) == live
+
+
+def comparable(table):
+    return table.withColumn("months", F.col("months").cast("string"))  # Python has no year-month interval
+
+
+@needs_jdk
+def test_columns_of_nested_types_take_the_filter(lh, spark, join_only):
+    """Arrays, maps and structs are not moved in place: their reads test positions in a filter."""
+    with lh.transaction("main") as tx:
+        tx.create_database("nest")
+        tx.create_table_as("nest.t", spark.range(0, 2000, numPartitions=2).selectExpr(
+            "id", "ARRAY(id, id + 1) AS pair", "NAMED_STRUCT('a', id, 'b', CAST(id AS STRING)) AS detail"))
+    lh.branch("main").delete("nest.t", "id % 4 = 0")
+    table = lh.read("nest.t")
+    assert uses_vectors(table) and LIVE_ROWS not in plan_text(table)
+    live = rows(table.selectExpr("id", "pair[1]", "detail.b"))
+    assert live == [(i, i + 1, str(i)) for i in range(2000) if i % 4 != 0]
+    join_only()
+    assert rows(lh.read("nest.t").selectExpr("id", "pair[1]", "detail.b")) == live

@@ -1,20 +1,24 @@
-"""Deletion vectors: a keyless tombstone applied as a per-row position lookup instead of a join.
+"""Deletion vectors: a keyless tombstone applied per row position instead of by a join.
 
 A keyless tombstone names deleted rows by (data file, row position). Reading a table used to
-anti-join every row of a targeted file with those pairs. Here the pairs become one bitmap per file,
-shipped in the plan as a binary constant, and `branchspark_deleted_row(position, vectors)` tests each
-row's position (Spark's row index) against the bitmap of the file the task is reading. That costs a
-position lookup per row, no broadcast job and no hash probe (docs/performance.md has the numbers).
+anti-join every row of a targeted file with those pairs. Here the pairs become one bitmap per file
+(or sorted positions, for few deletions in a long file), and the scan of those files leaves out the
+positions they name: no broadcast job and no hash probe (docs/performance.md has the numbers).
 
-The function is Java (`jvm/`), compiled once per machine with the JDK's `javac` against pyspark's own
-jars and cached (`$BRANCHSPARK_CACHE_DIR`, default `~/.cache/branchspark`). It comes in two forms:
-- a Catalyst expression whose generated code tests the position as a primitive long, registered by
-  the session extension `branchspark.Extensions`: `session_config()` adds the jar and the extension to
-  every in-process session branchspark builds;
-- a Java UDF (the position boxed per row), for a session without the extension: `ADD JAR` on an
-  in-process session, `addArtifacts` on a Spark Connect session (the server gets the jar from the
-  client).
-Where neither works (no JDK, a server that refuses artifacts), or the vectors would be large, or
+The code is Java (`jvm/`), compiled once per machine with the JDK's `javac` against pyspark's own
+jars and cached (`$BRANCHSPARK_CACHE_DIR`, default `~/.cache/branchspark`). It applies the vectors in
+one of three ways, fastest first:
+- `SegmentParquetFormat`, Spark's Parquet source that leaves the deleted rows out of each batch as it
+  reads it (the live rows move down in place), so no filter and no position column follow the scan.
+  It needs our jar on the session's class path: `session_config()` adds it, with our extension, to
+  every in-process session branchspark builds. Plain reads of flat columns use it;
+- `branchspark_deleted_row(position, vectors)`, a Catalyst expression registered by the session
+  extension `branchspark.Extensions`, filters the scan by each row's position (Spark's row index)
+  against the bitmap of the file the task is reading: reads with row ids, and columns of nested types;
+- the same function as a Java UDF (the position boxed per row), for a session without the extension:
+  `ADD JAR` on an in-process session, `addArtifacts` on a Spark Connect session (the server gets the
+  jar from the client).
+Where none works (no JDK, a server that refuses artifacts), or the vectors would be large, or
 `BRANCHSPARK_DELETION_VECTORS=off`, the reader keeps the anti-join: results are the same.
 
 The positions are read on the driver from the tombstone files (pyarrow, two columns), which are
@@ -22,6 +26,7 @@ immutable: a small cache keeps them for repeated reads of one version.
 """
 from __future__ import annotations
 
+import base64
 import functools
 import hashlib
 import logging
@@ -36,7 +41,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, DataFrameReader, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -47,6 +52,12 @@ FUNCTION = "branchspark_deleted_row"
 ROW_INDEX = "_tmp_metadata_row_index"
 _CLASS = "branchspark.DeletedRow"
 EXTENSIONS = "branchspark.Extensions"
+SEGMENT_FORMAT = "branchspark.SegmentParquetFormat"
+_VECTORS_OPTION = "branchspark.deletionvectors"  # SegmentParquetFormat.VECTORS_OPTION
+# The column types SegmentParquetFormat moves live rows of in place (LiveRows.supports).
+_IN_PLACE_TYPES = (T.BooleanType, T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.FloatType, T.DoubleType,
+                   T.DateType, T.TimestampType, T.TimestampNTZType, T.DecimalType, T.StringType, T.BinaryType,
+                   T.DayTimeIntervalType, T.YearMonthIntervalType)
 _SOURCES = Path(__file__).with_name("jvm")
 _BITMAP, _SORTED = 0, 1
 # Above this many deleted positions (the vectors travel in every task's plan), join instead.
@@ -54,7 +65,8 @@ MAX_POSITIONS = 4_000_000
 MAX_ENCODED_BYTES = 8 << 20
 
 log = logging.getLogger(__name__)
-_enabled: "weakref.WeakKeyDictionary[SparkSession, bool]" = weakref.WeakKeyDictionary()
+_EXPRESSION, _UDF = "expression", "udf"
+_modes: "weakref.WeakKeyDictionary[SparkSession, str | None]" = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
 
 
@@ -80,42 +92,58 @@ def session_config(config: dict) -> dict:
 def enabled(spark: SparkSession) -> bool:
     """True when `spark` can run branchspark_deleted_row: built in by our extension, or registered here
     as a UDF on first call (per session)."""
+    return _mode(spark) is not None
+
+
+def scan_leaves_out_deleted(spark: SparkSession, fields: list[T.StructField]) -> bool:
+    """True when segment files of these columns can be read with our Parquet source, which leaves the
+    deleted rows out as it reads: our jar is on the session's class path (the extension's expression
+    shows it is) and every column is of a flat type, whose rows the source moves in place."""
+    return _mode(spark) == _EXPRESSION and all(isinstance(f.dataType, _IN_PLACE_TYPES) for f in fields)
+
+
+def live_rows_reader(reader: DataFrameReader, vectors: bytes) -> DataFrameReader:
+    """`reader` (a DataFrameReader of segment files, schema set) as our Parquet source, which reads only
+    the rows `vectors` do not delete."""
+    return reader.format(SEGMENT_FORMAT).option(_VECTORS_OPTION, base64.b64encode(vectors).decode("ascii"))
+
+
+def _mode(spark: SparkSession) -> str | None:
     if not wanted():
-        return False
+        return None
     with _lock:
-        known = _enabled.get(spark)
-        if known is None:
-            known = _enabled[spark] = _register(spark)
-        return known
+        if spark not in _modes:
+            _modes[spark] = _register(spark)
+        return _modes[spark]
 
 
-def _register(spark: SparkSession) -> bool:
+def _register(spark: SparkSession) -> str | None:
     from .session import is_connect
 
     try:
         if spark.catalog.functionExists(FUNCTION):
-            return True  # the extension's expression (registering the UDF would shadow it)
+            return _EXPRESSION  # the extension's expression (registering the UDF would shadow it)
     except Exception:
         pass
     try:
         spark.udf.registerJavaFunction(FUNCTION, _CLASS, T.BooleanType())
-        return True  # already on the class path (spark.jars, or added earlier)
+        return _UDF  # already on the class path (spark.jars, or added earlier)
     except Exception:
         pass
     jar = jar_path()
     if jar is None:
-        return False
+        return None
     try:
         if is_connect(spark):
             spark.addArtifacts(jar)
         else:
             spark.sql(f"ADD JAR '{jar}'")
         spark.udf.registerJavaFunction(FUNCTION, _CLASS, T.BooleanType())
-        return True
+        return _UDF
     except Exception as error:  # the reader falls back to the anti-join, with the same results
         log.warning("branchspark: deletion vectors unavailable on this session (%s); tombstones are "
                     "applied by a join", str(error).splitlines()[0] if str(error) else type(error).__name__)
-        return False
+        return None
 
 
 @functools.lru_cache(maxsize=None)

@@ -6,8 +6,10 @@ default or NULL, dropped columns vanish, renamed columns keep their data, a
 widened type is cast), minus the rows its tombstones delete:
 
 - keyless tables: a tombstone names rows by identity (file below the segment
-  root, row position), so only the files it targets pay for the anti-join
-  (one scan of them, joined on the row position); the others are a plain scan;
+  root, row position), so only the files it targets pay: one scan of them that
+  leaves out the deleted positions (deletion vectors, `deletion_vectors.py`; an
+  anti-join on the row position where they cannot be used); the others are a
+  plain scan;
 - primary-key tables: a tombstone deletes rows with its key whose sequence is
   lower than its own, so an update's new image (same sequence) survives.
 
@@ -184,8 +186,7 @@ class TableReader:
             vectors = deletion_vectors.encode([self.warehouse.uri(t.path) for t in mine_tombstones],
                                               sum(t.row_count for t in mine_tombstones))
         if vectors is not None:
-            rows = self._scan(table, group, written, target, hit, row_ids,
-                              keep=lambda raw, position: deletion_vectors.without_deleted(raw, position, vectors))
+            rows = self._scan(table, group, written, target, hit, row_ids, vectors=vectors)
         else:
             rows = self._anti_joined_scan(table, group, written, target, hit, row_ids, mine_tombstones)
         if not untouched:
@@ -203,19 +204,25 @@ class TableReader:
                          "left_anti").drop(_J_POS, _J_FILE)
 
     def _scan(self, table, segments, written: Schema, target: Schema, paths: list[str], row_ids: bool,
-              with_pos: bool = False, keep=None) -> DataFrame:
-        """A plain scan of `paths` (files of `segments`), projected onto `target`; `keep(raw, position)`
-        filters the raw scan first."""
+              with_pos: bool = False, vectors: bytes | None = None) -> DataFrame:
+        """A plain scan of `paths` (files of `segments`), projected onto `target`, without the rows
+        `vectors` (deletion vectors) delete."""
         fields = [T.StructField(c.name, c.data_type, True) for c in written.columns]
         position = F.col("_metadata.row_index")
-        if keep is not None and not (with_pos or row_ids):
-            # Only the position is needed: read it as a plain column of the scan (Spark refuses it beside
-            # `_metadata`), which skips building the `_metadata` struct for every row.
-            fields.append(T.StructField(deletion_vectors.ROW_INDEX, T.LongType()))
-            position = F.col(deletion_vectors.ROW_INDEX)
-        raw = self._reader(table, segments, fields, row_ids).parquet(*paths)
-        if keep is not None:
-            raw = keep(raw, position)
+        reader = self._reader(table, segments, fields, row_ids)
+        if vectors is not None and not (with_pos or row_ids) and deletion_vectors.scan_leaves_out_deleted(self.spark, fields):
+            # Our Parquet source leaves the deleted rows out as it reads: no position column, no filter.
+            raw = deletion_vectors.live_rows_reader(reader, vectors).load(paths)
+        elif vectors is not None:
+            if not (with_pos or row_ids):
+                # Only the position is needed: read it as a plain column of the scan (Spark refuses it beside
+                # `_metadata`), which skips building the `_metadata` struct for every row.
+                fields.append(T.StructField(deletion_vectors.ROW_INDEX, T.LongType()))
+                position = F.col(deletion_vectors.ROW_INDEX)
+                reader = self._reader(table, segments, fields, row_ids)
+            raw = deletion_vectors.without_deleted(reader.parquet(*paths), position, vectors)
+        else:
+            raw = reader.parquet(*paths)
         columns = [project_column(written, c) for c in target.columns]
         if with_pos:
             columns += [position.alias(_J_POS), F.col("_metadata.file_path").alias(_J_FILE)]

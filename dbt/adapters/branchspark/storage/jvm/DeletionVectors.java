@@ -57,7 +57,11 @@ public final class DeletionVectors implements Serializable {
     } else if (InputFileBlockHolder.getInputFilePath() != currentFile) {
       nextFile();
     }
-    Object vector = currentVector;
+    return contains(currentVector, position);
+  }
+
+  /** True when `vector` (a file's entry of the decoded vectors, or null for none) deletes `position`. */
+  static boolean contains(Object vector, long position) {
     if (vector == null) {
       return false;
     }
@@ -92,7 +96,7 @@ public final class DeletionVectors implements Serializable {
         "branchspark_deleted_row: the scan gave no row position; read the segment files with the row index");
   }
 
-  private static String rowFileName(String path) {
+  static String rowFileName(String path) {
     int at = path.lastIndexOf(SEGMENT_MARK);
     if (at < 0) {
       // Not inside a file scan of a branchspark segment: refuse rather than keep rows silently.
@@ -103,7 +107,7 @@ public final class DeletionVectors implements Serializable {
     return path.substring(at + SEGMENT_MARK.length());
   }
 
-  private static Map<String, Object> decode(byte[] encoded) {
+  static Map<String, Object> decode(byte[] encoded) {
     Map<String, Object> result = new HashMap<>();
     ByteBuffer buffer = ByteBuffer.wrap(encoded);
     while (buffer.hasRemaining()) {
