@@ -7,6 +7,8 @@ import java.util.Base64;
 import java.util.List;
 
 import org.apache.hadoop.conf.Configuration;
+import org.apache.parquet.hadoop.metadata.BlockMetaData;
+import org.apache.parquet.hadoop.util.HadoopInputFile;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.BoundReference;
@@ -15,6 +17,7 @@ import org.apache.spark.sql.catalyst.expressions.UnsafeProjection;
 import org.apache.spark.sql.execution.datasources.FileFormat$;
 import org.apache.spark.sql.execution.datasources.PartitionedFile;
 import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat;
+import org.apache.spark.sql.execution.datasources.parquet.ParquetFooterReader;
 import org.apache.spark.sql.sources.Filter;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructField;
@@ -36,18 +39,18 @@ import scala.runtime.AbstractFunction1;
  * {@value #VECTORS_OPTION}: the vectors, base64): the scan gives live rows only, with no filter after
  * it. Without the option it reads as Spark's Parquet source does.
  *
- * <p>A batch's live rows move down over its deleted ones in place ({@link LiveRows}). The rows'
- * positions in the file come from one of two places:
+ * <p>A batch's live rows move down over its deleted ones in place ({@link LiveRows}). Where the rows
+ * are in the file:
  * <ul>
- *   <li>counted: a columnar read of a split that starts at the file's first byte, with no filter pushed
- *   into Parquet, reads the file's row groups in order from row 0 and skips none, so the rows of a batch
- *   are at base .. base + n - 1, base being the rows of the batches before it;
+ *   <li>counted, for a columnar read with no filter pushed into Parquet: such a split reads its row
+ *   groups in order and skips none, so the rows of a batch are at base .. base + n - 1, base being
+ *   the split's first row (0 from the file's first byte; from the split's footer for a later part of
+ *   a large file) plus the rows of the batches before it;
  *   <li>Spark's row index ({@code _tmp_metadata_row_index}, added to the read and left out of the
- *   result) for any other split: a later part of a large file, a read with pushed filters, or a read
- *   row by row.
+ *   result) for a read with pushed filters, which may skip row groups or pages, and for a read row by
+ *   row (a schema too wide for batches, or with a type {@link LiveRows} does not move).
  * </ul>
- * Files without deletions are read plainly. Reads row by row (a schema too wide for batches, or with a
- * type {@link LiveRows} does not move) test each row's index and drop it from the row.
+ * A scan builds one of the two readers: each build broadcasts a Hadoop configuration.
  */
 public class SegmentParquetFormat extends ParquetFileFormat {
   private static final long serialVersionUID = 1L;
@@ -74,17 +77,32 @@ public class SegmentParquetFormat extends ParquetFileFormat {
       throw new IllegalArgumentException("branchspark: a read with deletion vectors cannot also ask for "
           + ROW_INDEX + "; read the row index without the " + VECTORS_OPTION + " option");
     }
-    // Each build sets the requested schema in the configuration it broadcasts: give each its own.
-    Function1<PartitionedFile, Iterator<InternalRow>> plain = super.buildReaderWithPartitionValues(
-        session, dataSchema, partitionSchema, requiredSchema, filters, options, new Configuration(hadoopConf));
-    StructType indexedSchema = requiredSchema.add(ROW_INDEX, DataTypes.LongType, true);
-    Function1<PartitionedFile, Iterator<InternalRow>> indexed = super.buildReaderWithPartitionValues(
-        session, dataSchema, partitionSchema, indexedSchema, filters, options, new Configuration(hadoopConf));
     Option<String> returningBatch = options.get(FileFormat$.MODULE$.OPTION_RETURNING_BATCH());
     boolean columnar = returningBatch.isDefined() && "true".equals(returningBatch.get());
     byte[] vectors = Base64.getDecoder().decode(encoded.get());
-    return new Reader(vectors, plain, indexed, columnar, columnar && filters.isEmpty(), requiredSchema.length(),
-        withoutColumn(indexedSchema, partitionSchema, requiredSchema.length()));
+    // One Parquet reader (each build broadcasts its Hadoop configuration, a cost per query), without the
+    // vectors in that configuration: the reader below carries them once, as bytes.
+    Configuration conf = new Configuration(hadoopConf);
+    conf.unset(VECTORS_OPTION);
+    if (columnar && filters.isEmpty()) {
+      return new Reader(vectors, super.buildReaderWithPartitionValues(
+          session, dataSchema, partitionSchema, requiredSchema, filters, options, conf), -1, null, fileSystemSettings(conf));
+    }
+    StructType indexedSchema = requiredSchema.add(ROW_INDEX, DataTypes.LongType, true);
+    return new Reader(vectors, super.buildReaderWithPartitionValues(
+        session, dataSchema, partitionSchema, indexedSchema, filters, options, conf), requiredSchema.length(),
+        columnar ? null : withoutColumn(indexedSchema, partitionSchema, requiredSchema.length()), null);
+  }
+
+  /** The settings a task needs to open a file of the scan and read its footer. */
+  private static java.util.Map<String, String> fileSystemSettings(Configuration conf) {
+    java.util.Map<String, String> settings = new java.util.HashMap<>();
+    for (java.util.Map.Entry<String, String> entry : conf) {
+      if (entry.getKey().startsWith("fs.") || entry.getKey().startsWith("hadoop.security.")) {
+        settings.put(entry.getKey(), entry.getValue());
+      }
+    }
+    return settings;
   }
 
   /** Row by row: the projection of a row read with the row index onto the columns without it. */
@@ -115,29 +133,29 @@ public class SegmentParquetFormat extends ParquetFileFormat {
     return getClass().hashCode();
   }
 
-  /** Per split: the file's vector decides whether and how its rows are left out. */
+  /**
+   * Per split: the file's vector decides which rows are left out. A read with the row index
+   * (rowIndexColumn >= 0) takes the positions from it, and drops it from each batch, or from each row
+   * with `unindexed`; a read without it counts them from the split's first row (fileSystem: what a
+   * task needs to read a later split's footer, which says where its first row group starts).
+   */
   private static final class Reader extends AbstractFunction1<PartitionedFile, Iterator<InternalRow>>
       implements Serializable {
     private static final long serialVersionUID = 1L;
     private final byte[] encoded;
-    private final Function1<PartitionedFile, Iterator<InternalRow>> plain;
-    private final Function1<PartitionedFile, Iterator<InternalRow>> indexed;
-    private final boolean columnar;
-    private final boolean countable;
+    private final Function1<PartitionedFile, Iterator<InternalRow>> parquet;
     private final int rowIndexColumn;
     private final List<Expression> unindexed;
+    private final java.util.Map<String, String> fileSystem;
     private transient java.util.Map<String, Object> vectors;
 
-    Reader(byte[] encoded, Function1<PartitionedFile, Iterator<InternalRow>> plain,
-           Function1<PartitionedFile, Iterator<InternalRow>> indexed, boolean columnar, boolean countable,
-           int rowIndexColumn, List<Expression> unindexed) {
+    Reader(byte[] encoded, Function1<PartitionedFile, Iterator<InternalRow>> parquet, int rowIndexColumn,
+           List<Expression> unindexed, java.util.Map<String, String> fileSystem) {
       this.encoded = encoded;
-      this.plain = plain;
-      this.indexed = indexed;
-      this.columnar = columnar;
-      this.countable = countable;
+      this.parquet = parquet;
       this.rowIndexColumn = rowIndexColumn;
       this.unindexed = unindexed;
+      this.fileSystem = fileSystem;
     }
 
     @Override
@@ -147,19 +165,13 @@ public class SegmentParquetFormat extends ParquetFileFormat {
         vectors = DeletionVectors.decode(encoded);
       }
       Object vector = vectors.get(DeletionVectors.rowFileName(file.urlEncodedPath()));
-      if (vector == null) {
-        return plain.apply(file);
+      if (vector == null && rowIndexColumn < 0) {
+        return parquet.apply(file);  // nothing to leave out
       }
-      Iterator<Object> read;
-      if (countable && file.start() == 0) {
-        // The columnar reader hands out batches through an iterator typed as rows.
-        read = new LiveBatches((Iterator<Object>) (Iterator<?>) plain.apply(file), vector, -1);
-      } else if (columnar) {
-        read = new LiveBatches((Iterator<Object>) (Iterator<?>) indexed.apply(file), vector, rowIndexColumn);
-      } else {
+      if (unindexed != null) {
         UnsafeProjection project = UnsafeProjection.create(CollectionConverters.asScala(unindexed).toList());
         int column = rowIndexColumn;
-        return indexed.apply(file)
+        return parquet.apply(file)
             .filter(row -> {
               if (row.isNullAt(column)) {
                 throw DeletionVectors.missingPosition();
@@ -168,22 +180,55 @@ public class SegmentParquetFormat extends ParquetFileFormat {
             })
             .map(row -> (InternalRow) project.apply(row));
       }
-      return (Iterator<InternalRow>) (Iterator<?>) read;
+      // The columnar reader hands out batches through an iterator typed as rows.
+      Iterator<Object> batches = (Iterator<Object>) (Iterator<?>) parquet.apply(file);
+      long first = rowIndexColumn < 0 && file.start() > 0 ? firstRow(file) : 0;
+      return (Iterator<InternalRow>) (Iterator<?>) new LiveBatches(batches, vector, rowIndexColumn, first);
+    }
+
+    /**
+     * The position of the first row a later split of a file reads. Parquet gives a split the row
+     * groups whose middle byte lies in it; with no filter it reads all of them, in order. The footer,
+     * read for the split's range as Spark's reader reads it, says where the first of them starts.
+     */
+    private long firstRow(PartitionedFile file) {
+      Configuration conf = new Configuration();
+      fileSystem.forEach(conf::set);
+      try {
+        List<BlockMetaData> groups = ParquetFooterReader.readFooter(
+            HadoopInputFile.fromPath(file.toPath(), conf), ParquetFooterReader.buildFilter(conf, file, false)).getBlocks();
+        if (groups.isEmpty()) {
+          return 0;  // the split reads no row
+        }
+        long first = groups.get(0).getRowIndexOffset();
+        long next = first;
+        for (BlockMetaData group : groups) {
+          if (group.getRowIndexOffset() != next || next < 0) {
+            throw new IllegalStateException("branchspark: the row groups of " + file.urlEncodedPath()
+                + " from byte " + file.start() + " are not consecutive rows; cannot place deleted rows");
+          }
+          next += group.getRowCount();
+        }
+        return first;
+      } catch (java.io.IOException error) {
+        throw new java.io.UncheckedIOException(error);
+      }
     }
   }
 
   /** The batches of one split with their deleted rows left out (and the row index column, if read). */
   private static final class LiveBatches extends AbstractIterator<Object> {
     private final Iterator<Object> batches;
-    private final Object vector;
-    private final int rowIndexColumn;  // -1: positions are counted
+    private final Object vector;  // null: nothing to leave out, only the row index column to drop
+    private final int rowIndexColumn;  // -1: positions are counted from `base`
     private long base;
     private int[] rows = new int[0];
 
-    LiveBatches(Iterator<Object> batches, Object vector, int rowIndexColumn) {
+    LiveBatches(Iterator<Object> batches, Object vector, int rowIndexColumn, long first) {
       this.batches = batches;
       this.vector = vector;
       this.rowIndexColumn = rowIndexColumn;
+      this.base = first;
     }
 
     @Override
