@@ -6,7 +6,7 @@ from sorted_rows import rows
 
 def test_gc_drops_expired_run_branches_then_their_files(lh, spark, orders, warehouse):
     run = "dbt/main/run-0f3c"
-    lh.create_branch(run)
+    lh.create_branch(run, run_branch=True)  # as a dbt invocation records its run branch
     lh.create_branch("dev")
     lh.branch(run).insert(orders, spark.createDataFrame([(100, 1.0)], "id bigint, amount double"))
     run_files = {p for p in Path(warehouse).rglob("*.parquet")} - {p for p in Path(warehouse).rglob("*.parquet")

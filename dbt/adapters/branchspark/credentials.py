@@ -93,7 +93,7 @@ class BranchSparkCredentials(SparkCredentials):
 
     def connection_info(self, *, with_aliases: bool = False) -> Iterable[Tuple[str, Any]]:
         """What `dbt debug` prints: the catalog URL without its password."""
-        from dbt.adapters.branchspark.catalog.store import redact_url
+        from dbt.adapters.branchspark.catalog.url import redact_url
 
         for key, value in super().connection_info(with_aliases=with_aliases):
             yield key, redact_url(value) if key == "catalog" and value else value

@@ -79,11 +79,14 @@ class StaleHead(BranchsparkError):
 
 
 class ProtectedBranch(BranchsparkError):
-    def __init__(self, branch: str):
-        super().__init__(
-            f"branch '{branch}' is protected and only changes by merge: write to a feature branch and "
-            f"`merge_branch` it into '{branch}'"
-        )
+    def __init__(self, branch: str, action: str = "written"):
+        if action == "dropped":
+            text = (f"branch '{branch}' is protected and cannot be dropped: unprotect it first "
+                    f"(`branchspark branch protect --off {branch}`), then drop it")
+        else:
+            text = (f"branch '{branch}' is protected and only changes by merge: write to a feature branch and "
+                    f"`merge_branch` it into '{branch}'")
+        super().__init__(text)
         self.branch = branch
 
 
@@ -112,3 +115,17 @@ class WriteConflict(BranchsparkError):
 
 class CatalogUnavailable(BranchsparkError):
     """The catalog database cannot be reached or opened (the message never shows a password)."""
+
+
+class CatalogMismatch(BranchsparkError):
+    """The catalog and the warehouse do not belong together (or one of them is missing): nothing was read,
+    written or deleted."""
+
+
+class CatalogVersionMismatch(BranchsparkError):
+    """The catalog was written by another version of branchspark (older: `branchspark upgrade`; newer:
+    upgrade branchspark)."""
+
+
+class DataFileUnreadable(BranchsparkError):
+    """A Parquet file of a segment or tombstone is missing or damaged."""

@@ -391,9 +391,9 @@ class BranchSparkAdapter(SparkAdapter):
         return self.list_branches()
 
     @available
-    def drop_branch(self, name: str):
+    def drop_branch(self, name: str, force: bool = False):
         lakehouse = self._handle().branch_session.lakehouse
-        self._run("drop_branch", lambda: lakehouse.drop_branch(name))
+        self._run("drop_branch", lambda: lakehouse.drop_branch(name, force=bool(force)))
         return self.list_branches()
 
     @available

@@ -1,6 +1,6 @@
 """The core's entry point: a catalog of branches over Parquet tables written by Spark.
 
-    lh = Lakehouse(spark, warehouse="/data/wh")          # SQLite catalog in the warehouse
+    lh = Lakehouse(spark, warehouse="/data/wh")          # SQLite catalog in the warehouse (made if both are empty)
     lh.create_branch("dev")                              # one row: no data, no per-table rows
     with lh.transaction("dev", message="load") as tx:   # one atomic commit
         tx.create_database("analytics")
@@ -22,17 +22,16 @@ from pyspark.sql import DataFrame, SparkSession
 from . import errors
 from .catalog.namespace import Namespace, check_branch_name
 from .catalog.state import BranchInfo, CommitInfo, DatabaseInfo, TableInfo, TableState
-from .catalog.store import CATALOG_URL_ENV, MAIN, CatalogStore, default_catalog_url, utcnow
+from .catalog.binding import Opening, open_catalog
+from .catalog.store import CATALOG_URL_ENV, MAIN, default_catalog_url, utcnow
 from .commit_replay import is_hidden_branch
+from .sql_text import QUOTED, quote_identifier, tokens, unquote
 from .storage.layout import SEGMENT_COLUMN, Warehouse
 from .storage.reader import TableReader
 from .storage.writer import SegmentWriter
 from .transaction import Transaction
 
 FAULT_ENV = "BRANCHSPARK_FAULT"
-# dbt invocations write run branches `dbt/<branch>/<command>-<invocation id>` (docs/runs.md); a failed
-# run's is kept for inspection until dropped, or until gc expires it
-RUN_BRANCH_PREFIX = "dbt/"
 
 
 def fault_from_env() -> Callable[[str], None] | None:
@@ -65,8 +64,10 @@ def parse_time(value) -> datetime:
 
 @dataclass
 class GcReport:
-    deleted_files: list[str] = field(default_factory=list)
-    kept_files: int = 0
+    deleted_files: list[str] = field(default_factory=list)  # orphans deleted (or, in a dry run, to delete)
+    kept_files: int = 0  # referenced files plus young orphans
+    young_orphans: list[str] = field(default_factory=list)  # unreferenced, but younger than the grace period
+    referenced_files: int = 0
     referenced_segments: int = 0
     referenced_tombstones: int = 0
     dropped_branches: list[str] = field(default_factory=list)
@@ -111,8 +112,25 @@ class Snapshot:
     def read(self, name: str, with_row_ids: bool = False) -> DataFrame:
         state = self.state(name)
         if state.kind == "view":
+            self._register_relations(state.view_sql, {name.lower()})
             return self.lakehouse.spark.sql(state.view_sql)
         return self.reader.read(state, with_row_ids=with_row_ids)
+
+    def _register_relations(self, sql: str, seen: set[str]) -> None:
+        """The relations a view's SQL names (`database.table`, quoted, as dbt writes them) as session temp
+        views of this commit, so the view reads in any session, also one dbt never set up."""
+        for kind, start, end in tokens(sql):
+            name = unquote(sql[start:end]).lower()
+            if kind != QUOTED or name in seen or not self.has_table(name):
+                continue
+            seen.add(name)
+            state = self.state(name)
+            if state.kind == "view":
+                self._register_relations(state.view_sql, seen)
+                self.lakehouse.spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW {quote_identifier(name)} AS "
+                                         f"{state.view_sql}")
+            else:
+                self.reader.read(state).createOrReplaceTempView(quote_identifier(name))
 
 
 class BranchOps:
@@ -134,13 +152,33 @@ class BranchOps:
 
 
 class Lakehouse:
+    """A catalog and its warehouse (catalog/binding.py checks that they belong together).
+
+    `create=True` (the default) makes a new catalog when the URL holds none and the warehouse is empty;
+    `create=False` only opens an existing pair. `Lakehouse.init` is the explicit create, `Lakehouse.upgrade`
+    migrates a catalog written by an older version (`branchspark init` / `branchspark upgrade`).
+    """
+
     def __init__(self, spark: SparkSession | None, warehouse: str, catalog_url: str | None = None,
-                 fault: Callable[[str], None] | None = None):
+                 fault: Callable[[str], None] | None = None, create: bool = True,
+                 _opening: Opening | None = None):
         self._spark = spark  # None: started on first data access, so metadata commands need no JVM
-        self.warehouse = Warehouse(warehouse)
-        self.catalog_url = catalog_url or os.environ.get(CATALOG_URL_ENV) or default_catalog_url(warehouse)
-        self.store = CatalogStore(self.catalog_url)
+        self.warehouse = Warehouse(warehouse)  # relative paths are taken from the working directory
+        self.catalog_url = (catalog_url or os.environ.get(CATALOG_URL_ENV)
+                            or default_catalog_url(self.warehouse.root))
+        opening = _opening or (Opening.CREATE_IF_EMPTY if create else Opening.EXISTING)
+        self.store = open_catalog(self.catalog_url, self.warehouse, opening)
         self.fault = fault or fault_from_env()
+
+    @classmethod
+    def init(cls, spark: SparkSession | None, warehouse: str, catalog_url: str | None = None) -> "Lakehouse":
+        """Create a catalog and its warehouse (or open the pair if it exists): `branchspark init`."""
+        return cls(spark, warehouse, catalog_url, _opening=Opening.INIT)
+
+    @classmethod
+    def upgrade(cls, spark: SparkSession | None, warehouse: str, catalog_url: str | None = None) -> "Lakehouse":
+        """Migrate a catalog written by an older branchspark, and bind it to its warehouse: `branchspark upgrade`."""
+        return cls(spark, warehouse, catalog_url, _opening=Opening.UPGRADE)
 
     @property
     def spark(self) -> SparkSession:
@@ -199,15 +237,30 @@ class Lakehouse:
         return self.snapshot(at, as_of).read(table)
 
     # ------------------------------------------------------------- branches
-    def create_branch(self, name: str, source: str | datetime = MAIN, as_of=None) -> BranchInfo:
+    def create_branch(self, name: str, source: str | datetime = MAIN, as_of=None,
+                      run_branch: bool = False) -> BranchInfo:
+        """`run_branch=True`: a dbt invocation's own branch, which `gc(drop_run_branches_after=...)` may expire."""
         check_branch_name(name)
         commit = self.resolve(source, as_of)
         return self.store.create_branch(name, commit.id, created_from=str(source) if as_of is None
-                                        else f"{source}@{as_of}")
+                                        else f"{source}@{as_of}", run_branch=run_branch)
 
-    def drop_branch(self, name: str) -> None:
+    def drop_branch(self, name: str, force: bool = False) -> None:
+        """Drop a branch. A protected one is refused; one with commits no other branch reaches needs
+        `force=True` (git's `branch -d` / `-D`)."""
         if name == MAIN:
             raise errors.InvalidArgument("branch 'main' is the catalog's default branch and cannot be dropped")
+        branch = self.store.get_branch(name)
+        if branch.protected:
+            raise errors.ProtectedBranch(name, action="dropped")
+        if not force:
+            others = [b.head for b in self.store.list_branches() if b.name != name]
+            only_here = self.store.reachable_commits([branch.head]) - self.store.reachable_commits(others)
+            if only_here:
+                raise errors.InvalidArgument(
+                    f"branch '{name}' has {len(only_here)} commit(s) no other branch reaches: merge it first, or "
+                    f"drop it anyway with force (`branchspark branch drop --force {name}`; "
+                    f"drop_branch('{name}', force=True) in Python; `--args '{{name: {name}, force: true}}'` in dbt)")
         self.store.drop_branch(name)
 
     def branch_exists(self, name: str) -> bool:
@@ -327,7 +380,7 @@ class Lakehouse:
         report = GcReport()
         if drop_run_branches_after is not None:
             expiry = datetime.now(timezone.utc).replace(tzinfo=None) - timedelta(seconds=drop_run_branches_after)
-            runs = [b for b in branches if b.name.startswith(RUN_BRANCH_PREFIX)]
+            runs = [b for b in branches if b.run_branch]  # recorded at creation, not guessed from the name
             run_heads = self.store.commits([b.head for b in runs])
             for branch in runs:
                 if run_heads[branch.head].ts <= expiry:  # commit times are naive UTC
@@ -350,21 +403,26 @@ class Lakehouse:
         keep_roots |= {t.path for t in self.store.tombstones(tombstone_ids).values()}
         report.referenced_segments, report.referenced_tombstones = len(segment_ids), len(tombstone_ids)
         cutoff = time.time() - grace_seconds
-        for path, mtime in self.warehouse.list_files("tables"):
-            if _under_any(path, keep_roots) or mtime > cutoff:
-                report.kept_files += 1
-                continue
-            report.deleted_files.append(path)
-            if not dry_run:
-                self.warehouse.delete_file(path)
-                if self.fault and len(report.deleted_files) == 1:
-                    self.fault("gc.mid_delete")
+        # only the folders of tables this catalog knows: files elsewhere are no business of its gc
+        table_dirs = sorted(self.warehouse.table_dir(t) for t in self.store.known_table_ids())
+        for path, mtime in (entry for table_dir in table_dirs for entry in self.warehouse.list_files(table_dir)):
+            if _under_any(path, keep_roots):
+                report.referenced_files += 1
+            elif mtime > cutoff:
+                report.young_orphans.append(path)
+            else:
+                report.deleted_files.append(path)
+                if not dry_run:
+                    self.warehouse.delete_file(path)
+                    if self.fault and len(report.deleted_files) == 1:
+                        self.fault("gc.mid_delete")
+        report.kept_files = report.referenced_files + len(report.young_orphans)
         if not dry_run:
-            self._remove_empty_dirs(keep_roots)
+            self._remove_empty_dirs(keep_roots, table_dirs)
         return report
 
-    def _remove_empty_dirs(self, keep_roots: set[str]) -> None:
-        for table_dir in self.warehouse.list_dirs("tables"):
+    def _remove_empty_dirs(self, keep_roots: set[str], table_dirs: list[str]) -> None:
+        for table_dir in table_dirs:
             for kind in ("data", "tombstones"):
                 for directory in self.warehouse.list_dirs(f"{table_dir}/{kind}"):
                     if directory not in keep_roots and not self.warehouse.list_files(directory):

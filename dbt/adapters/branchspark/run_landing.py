@@ -41,7 +41,7 @@ logger = AdapterLogger("branchspark")
 
 WRITING_COMMANDS = ("run", "build", "seed", "snapshot")
 LANDING_MODES = ("run", "per_model")
-RUN_BRANCH_PREFIX = "dbt"  # lakehouse.RUN_BRANCH_PREFIX: gc can expire kept run branches
+RUN_BRANCH_PREFIX = "dbt"  # run branches are recorded as such: gc can expire kept ones
 STATE_FILE = "branchspark_run.json"
 # node statuses that stop a run from landing (warn and skipped do not: a skip always follows a failure)
 FAILED_STATUSES = {"error", "fail", "runtime error", "partial success"}
@@ -159,7 +159,7 @@ class InvocationRun:
                         f"{run.continues}; it lands on {branch} when the run succeeds")
         else:
             name = run_branch_name(branch, command, invocation_id)
-            created = lakehouse.create_branch(name, source=branch)
+            created = lakehouse.create_branch(name, source=branch, run_branch=True)
             run = cls(lakehouse, branch, name, command, invocation_id)
             logger.info(f"dbt {command}: writing to run branch {name} (from {branch} at {created.head[:12]}); "
                         f"it lands on {branch} when every node succeeds")
@@ -199,7 +199,7 @@ class InvocationRun:
         logger.error(
             f"nothing landed on branch '{self.branch}': {reason}. The run's writes are kept on run branch "
             f"'{self.run_branch}' for inspection: `dbt retry` continues the run there; "
-            f"`dbt run-operation drop_branch --args '{{name: {self.run_branch}}}'` removes it")
+            f"`dbt run-operation drop_branch --args '{{name: {self.run_branch}, force: true}}'` removes it")
 
     def land(self) -> None:
         from dbt.adapters.branchspark.errors import MergeConflict, MergeInProgress, StaleHead
@@ -239,7 +239,7 @@ class InvocationRun:
             self.save_state("kept")
             raise DbtRuntimeError(f"nothing landed on branch '{self.branch}': its head kept moving during "
                                   f"{LANDING_ATTEMPTS} attempts; the run is kept on '{self.run_branch}'")
-        self.lakehouse.drop_branch(self.run_branch)
+        self.lakehouse.drop_branch(self.run_branch, force=True)  # its writes have landed
         self.save_state("landed")
         if landed is not None:
             logger.info(f"landed on {self.branch} as commit {landed.id[:12]}: {landed.message}")

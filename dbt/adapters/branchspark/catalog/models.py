@@ -30,6 +30,17 @@ class Branch(Base):
     protected: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
     created_at: Mapped[datetime] = mapped_column(DateTime, nullable=False)
     created_from: Mapped[str | None] = mapped_column(String(64))
+    # a dbt invocation's own branch (migration 0003): only these does gc's run-branch expiry drop
+    run_branch: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
+
+
+class CatalogIdentity(Base):
+    """One row: the catalog's id, which the warehouse's marker file repeats (catalog/binding.py)."""
+
+    __tablename__ = "bs_catalog"
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime, nullable=False)
+    warehouse: Mapped[str | None] = mapped_column(Text)  # where it was bound, for error messages
 
 
 class Commit(Base):

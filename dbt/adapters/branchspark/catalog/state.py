@@ -176,6 +176,7 @@ class BranchInfo:
     protected: bool
     created_at: datetime
     created_from: str | None = None
+    run_branch: bool = False  # created by a dbt invocation for itself (docs/runs.md); gc may expire it
 
 
 @dataclass(frozen=True)

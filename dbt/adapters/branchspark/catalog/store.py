@@ -10,22 +10,28 @@ cached forever once read.
 from __future__ import annotations
 
 import os
-import re
 import threading
 import uuid
 from collections.abc import Iterable, Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+from contextlib import contextmanager
+from dataclasses import dataclass
+
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import create_engine, event, insert, select, update
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from alembic.util.exc import CommandError as AlembicError
+from sqlalchemy import create_engine, event, insert, inspect, select, update
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.pool import NullPool
 
 from .. import errors
 from . import models as m
+from .url import CATALOG_PASSWORD_ENV, CATALOG_URL_ENV, redact_text, redact_url, with_env_password  # noqa: F401
 from .state import (
     BranchInfo,
     Column,
@@ -40,8 +46,6 @@ from .state import (
 )
 
 MAIN = "main"
-CATALOG_URL_ENV = "BRANCHSPARK_CATALOG_URL"  # the catalog when neither the caller nor the profile names one
-CATALOG_PASSWORD_ENV = "BRANCHSPARK_CATALOG_PASSWORD"  # fills in a catalog URL given without its password
 _MIGRATIONS = Path(__file__).parent / "migrations"
 _ONE_MICROSECOND = 1
 # Phases of a bs_paused_merges row that hold nothing (merge/paused.py); any other phase is an open merge.
@@ -87,45 +91,44 @@ def make_engine(url: str) -> Engine:
     return create_engine(url, pool_pre_ping=True, hide_parameters=True)
 
 
-def redact_url(url: str) -> str:
-    """The URL as it may be shown: any password replaced by ***."""
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except Exception:  # not parseable: blank out whatever sits between user: and @
-        return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
+@dataclass(frozen=True)
+class CatalogStatus:
+    """What a catalog URL holds, found without changing anything."""
 
+    kind: str  # "missing" (no database file yet), "empty", "foreign" (other tables), "catalog"
+    revision: str | None = None  # the catalog's schema revision (alembic), for kind == "catalog"
+    head: str | None = None  # the revision this version of branchspark writes
 
-def with_env_password(url: str) -> str:
-    """`url`, with the password from BRANCHSPARK_CATALOG_PASSWORD when it names a user but no password."""
-    password = os.environ.get(CATALOG_PASSWORD_ENV)
-    if not password or url.startswith("sqlite"):
-        return url
-    parsed = make_url(url)
-    if parsed.username and parsed.password is None:
-        return parsed.set(password=password).render_as_string(hide_password=False)
-    return url
-
-
-def _scrub(text: str, url: str) -> str:
-    password = make_url(url).password if "://" in url else None
-    return text.replace(str(password), "***") if password else text
+    @property
+    def exists(self) -> bool:
+        return self.kind == "catalog"
 
 
 class CatalogStore:
+    """The catalog's SQL. Opening one changes nothing: `create` and `upgrade` are the only calls that
+    write its schema (catalog/binding.py decides when they may run)."""
+
     def __init__(self, url: str):
         url = with_env_password(url)
         self.url = url
         self._cache: dict[tuple[str, str], object] = {}
         self._cache_lock = threading.Lock()
-        try:
+        self.revision = _script_directory().get_current_head()  # what an opened catalog is at (binding.py)
+        self.upgraded_from: str | None = None  # set when `branchspark upgrade` migrated it
+        with self._reaching():
             self.engine = make_engine(url)
-            self._migrate_and_bootstrap()
+
+    @contextmanager
+    def _reaching(self):
+        """SQLAlchemy's errors as one CatalogUnavailable line (never with a password)."""
+        try:
+            yield
         except SQLAlchemyError as exc:
             # The driver's text names host, port, user and database, never the password; scrub it anyway.
-            detail = _scrub(str(getattr(exc, "orig", None) or exc).strip().splitlines()[0], url)
+            lines = str(getattr(exc, "orig", None) or exc).strip().splitlines() or [type(exc).__name__]
             raise errors.CatalogUnavailable(
-                f"cannot open the catalog at {redact_url(url)}: {detail}: check the catalog URL (profile "
-                f"`catalog:` or {CATALOG_URL_ENV}) and that the server is up") from None
+                f"cannot open the catalog at {redact_url(self.url)}: {redact_text(lines[0], self.url)}: check the "
+                f"catalog URL (profile `catalog:` or {CATALOG_URL_ENV}) and that the server is up") from None
 
     def __repr__(self) -> str:
         return f"CatalogStore({redact_url(self.url)})"
@@ -139,15 +142,63 @@ class CatalogStore:
         if conn.dialect.name == "postgresql":
             conn.exec_driver_sql("SELECT pg_advisory_xact_lock(7419283)")
 
-    def _migrate_and_bootstrap(self) -> None:
+    def _sqlite_file(self) -> str | None:
+        url = make_url(self.url)
+        return url.database if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:") \
+            else None
+
+    def status(self) -> CatalogStatus:
+        """Whether the URL holds a branchspark catalog, and at which revision; reads only."""
+        head = _script_directory().get_current_head()
+        sqlite_file = self._sqlite_file()
+        if sqlite_file and not os.path.exists(sqlite_file):  # connecting would create it
+            return CatalogStatus("missing", head=head)
+        with self._reaching(), self.engine.connect() as conn:
+            tables = set(inspect(conn).get_table_names())
+            if not tables:
+                return CatalogStatus("empty", head=head)
+            if "alembic_version" not in tables or m.Branch.__tablename__ not in tables:
+                return CatalogStatus("foreign", head=head)
+            revision = MigrationContext.configure(conn).get_current_revision()
+        return CatalogStatus("catalog", revision, head)
+
+    @staticmethod
+    def is_known_revision(revision: str | None) -> bool:
+        try:
+            return revision is not None and _script_directory().get_revision(revision) is not None
+        except AlembicError:
+            return False
+
+    def create(self) -> None:
+        """Create the catalog's tables and its first commit (idempotent: a second creator finds it made)."""
+        sqlite_file = self._sqlite_file()
+        if sqlite_file:
+            os.makedirs(os.path.dirname(os.path.abspath(sqlite_file)), exist_ok=True)
+        self._migrate(bootstrap=True)
+
+    def upgrade(self) -> None:
+        """Bring an older catalog's schema to this version's (`branchspark upgrade`)."""
+        self._migrate(bootstrap=False)
+
+    def _migrate(self, bootstrap: bool) -> None:
         config = Config()
         config.set_main_option("script_location", str(_MIGRATIONS))
-        with self._write() as conn, conn.begin():
+        with self._reaching(), self._write() as conn, conn.begin():
             self._lock_catalog(conn)
             config.attributes["connection"] = conn
             command.upgrade(config, "head")
-            if conn.execute(select(m.Counter).where(m.Counter.name == "seq")).first() is None:
+            if bootstrap and conn.execute(select(m.Counter).where(m.Counter.name == "seq")).first() is None:
                 self._bootstrap(conn)
+
+    def identity(self) -> tuple[str, str | None]:
+        """(catalog id, the warehouse it was bound to, if recorded)."""
+        with self._reaching(), self.engine.connect() as conn:
+            row = conn.execute(select(m.CatalogIdentity)).first()
+        return row.id, row.warehouse
+
+    def record_warehouse(self, warehouse: str) -> None:
+        with self._reaching(), self._write() as conn, conn.begin():
+            conn.execute(update(m.CatalogIdentity).values(warehouse=warehouse))
 
     def _bootstrap(self, conn: Connection) -> None:
         now = utcnow()
@@ -184,7 +235,8 @@ class CatalogStore:
     # -------------------------------------------------------------- branches
     @staticmethod
     def _branch_info(row) -> BranchInfo:
-        return BranchInfo(row.name, row.head, bool(row.protected), row.created_at, row.created_from)
+        return BranchInfo(row.name, row.head, bool(row.protected), row.created_at, row.created_from,
+                          bool(row.run_branch))
 
     def get_branch(self, name: str) -> BranchInfo:
         with self.engine.connect() as conn:
@@ -204,14 +256,14 @@ class CatalogStore:
             rows = conn.execute(select(m.Branch).order_by(m.Branch.name)).all()
         return [self._branch_info(r) for r in rows]
 
-    def create_branch(self, name: str, head: str, created_from: str | None) -> BranchInfo:
+    def create_branch(self, name: str, head: str, created_from: str | None, run_branch: bool = False) -> BranchInfo:
         with self._write() as conn, conn.begin():
             if conn.execute(select(m.Branch.name).where(m.Branch.name == name)).first() is not None:
                 raise errors.AlreadyExists("branch", name)
             now = utcnow()
             conn.execute(insert(m.Branch).values(name=name, head=head, protected=False, created_at=now,
-                                                 created_from=created_from))
-        return BranchInfo(name, head, False, now, created_from)
+                                                 created_from=created_from, run_branch=run_branch))
+        return BranchInfo(name, head, False, now, created_from, run_branch)
 
     def drop_branch(self, name: str) -> None:
         with self._write() as conn, conn.begin():
@@ -481,9 +533,22 @@ class CatalogStore:
             r.id, r.table_id, r.path, r.seq, r.schema_id, r.row_count, tuple(r.target_segments or ()),
             tuple(r.target_files or ())))
 
+    def known_table_ids(self) -> set[str]:
+        """Every table id any version, segment or tombstone of this catalog names: the only table
+        folders of the warehouse whose files this catalog could reference."""
+        with self.engine.connect() as conn:
+            return {table_id for model in (m.TableVersion, m.Segment, m.Tombstone)
+                    for table_id in conn.execute(select(model.table_id).distinct()).scalars()}
+
     def all_table_version_ids(self) -> set[str]:
         with self.engine.connect() as conn:
             return set(conn.execute(select(m.TableVersion.id)).scalars())
+
+
+def _script_directory() -> ScriptDirectory:
+    config = Config()
+    config.set_main_option("script_location", str(_MIGRATIONS))
+    return ScriptDirectory.from_config(config)
 
 
 def _chunks(items: list, size: int) -> Iterator[list]:
@@ -497,5 +562,4 @@ def default_catalog_url(warehouse: str) -> str:
     if "://" in path:
         raise errors.InvalidArgument(
             f"warehouse '{warehouse}' is not a local path, so there is no default catalog: give a catalog URL")
-    os.makedirs(path, exist_ok=True)
     return f"sqlite:///{os.path.abspath(os.path.join(path, 'catalog.db'))}"

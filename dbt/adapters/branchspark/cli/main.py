@@ -12,6 +12,7 @@ import click
 from rich.table import Table
 
 from .. import errors
+from ..catalog.url import redact_text, redact_url
 from ..lakehouse import Lakehouse
 from .changes_cmd import changes
 from .graph import commit_graph
@@ -26,8 +27,9 @@ class Context:
 
     @property
     def lakehouse(self) -> Lakehouse:
+        """The catalog and warehouse named, which must exist and belong together: only `init` creates them."""
         if self._lakehouse is None:
-            self._lakehouse = Lakehouse(None, self.warehouse, self.catalog)
+            self._lakehouse = Lakehouse(None, self.warehouse, self.catalog, create=False)
         return self._lakehouse
 
 
@@ -38,7 +40,7 @@ class BranchsparkGroup(click.Group):
         try:
             return super().invoke(ctx)
         except errors.BranchsparkError as exc:
-            click.echo(f"error: {exc}")  # plain: one line, never wrapped
+            click.echo(f"error: {redact_text(str(exc))}")  # plain: one line, never wrapped
             sys.exit(1)
 
 
@@ -56,10 +58,25 @@ def cli(ctx, catalog, warehouse):
 @cli.command()
 @click.pass_obj
 def init(obj: Context):
-    """Create (or upgrade) the catalog; a new catalog has branch main."""
-    lakehouse = obj.lakehouse
-    console.print(f"catalog ready at {_safe_url(lakehouse.catalog_url)}; branches: "
-                  f"{', '.join(b.name for b in lakehouse.list_branches())}")
+    """Create the catalog and its warehouse (a new catalog has branch main); an existing pair is left as it is."""
+    lakehouse = obj._lakehouse = Lakehouse.init(None, obj.warehouse, obj.catalog)
+    _print_ready(lakehouse)
+
+
+@cli.command()
+@click.pass_obj
+def upgrade(obj: Context):
+    """Upgrade a catalog written by an older branchspark in place, and bind it to its warehouse."""
+    lakehouse = obj._lakehouse = Lakehouse.upgrade(None, obj.warehouse, obj.catalog)
+    store = lakehouse.store
+    click.echo(f"upgraded the catalog from revision {store.upgraded_from} to {store.revision}" if store.upgraded_from
+               else f"the catalog is already at revision {store.revision}")
+    _print_ready(lakehouse)
+
+
+def _print_ready(lakehouse: Lakehouse) -> None:
+    console.print(f"catalog ready at {redact_url(lakehouse.catalog_url)} for warehouse {lakehouse.warehouse.root}; "
+                  f"branches: {', '.join(b.name for b in lakehouse.list_branches())}", soft_wrap=True)
 
 
 @cli.group()
@@ -79,9 +96,11 @@ def branch_create(obj: Context, name, source, as_of):
 
 @branch.command("drop")
 @click.argument("name")
+@click.option("--force", "-D", is_flag=True, help="Also drop a branch whose commits no other branch reaches.")
 @click.pass_obj
-def branch_drop(obj: Context, name):
-    obj.lakehouse.drop_branch(name)
+def branch_drop(obj: Context, name, force):
+    """Drop a branch (refused while it is protected, or holds commits no other branch has unless --force)."""
+    obj.lakehouse.drop_branch(name, force=force)
     console.print(f"dropped branch [bold]{name}[/bold]")
 
 
@@ -157,17 +176,23 @@ def show(obj: Context, table_name, ref):
 @click.option("--grace", type=float, default=3600.0, show_default=True,
               help="Keep unreferenced files younger than this many seconds (writers in flight).")
 @click.option("--drop-run-branches-after", type=float, default=None,
-              help="First drop kept dbt run branches (dbt/...) whose head is older than this many seconds.")
-@click.option("--dry-run", is_flag=True)
+              help="First drop kept dbt run branches (recorded as such by dbt) whose head is older than this "
+                   "many seconds.")
+@click.option("--dry-run", is_flag=True, help="Name every file gc would delete, and delete nothing.")
 @click.pass_obj
 def gc(obj: Context, grace, drop_run_branches_after, dry_run):
-    """Delete files that no commit of any branch references."""
+    """Delete files that no commit of any branch references (only in folders of tables this catalog knows)."""
     report = obj.lakehouse.gc(grace_seconds=grace, dry_run=dry_run, drop_run_branches_after=drop_run_branches_after)
     verb = "would delete" if dry_run else "deleted"
     for name in report.dropped_branches:
-        console.print(f"{'would drop' if dry_run else 'dropped'} run branch {name}")
-    console.print(f"{verb} {len(report.deleted_files)} files; kept {report.kept_files} "
-                  f"({report.referenced_segments} segments, {report.referenced_tombstones} tombstones referenced)")
+        click.echo(f"{'would drop' if dry_run else 'dropped'} run branch {name}")
+    for path in report.deleted_files:
+        click.echo(f"{verb} {path}")
+    for path in report.young_orphans:
+        click.echo(f"kept (unreferenced, younger than --grace {grace:g}s) {path}")
+    click.echo(f"{verb} {len(report.deleted_files)} files; kept {report.referenced_files} referenced files "
+               f"({report.referenced_segments} segments, {report.referenced_tombstones} tombstones) and "
+               f"{len(report.young_orphans)} unreferenced files younger than the grace period")
 
 
 cli.add_command(changes)
@@ -175,13 +200,6 @@ cli.add_command(merge)
 cli.add_command(merge_status)
 cli.add_command(resolve)
 cli.add_command(abort)
-
-
-def _safe_url(url: str) -> str:
-    """A catalog URL without its password."""
-    from sqlalchemy.engine import make_url
-
-    return make_url(url).render_as_string(hide_password=True)
 
 
 if __name__ == "__main__":

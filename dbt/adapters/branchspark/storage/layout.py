@@ -13,6 +13,7 @@ that without a JVM, so the same code runs under Spark Connect.
 """
 from __future__ import annotations
 
+import os
 import posixpath
 import uuid
 from dataclasses import dataclass
@@ -31,12 +32,21 @@ def seq_of_segment_name(name: str) -> int:
     return int(name[1:1 + SEQ_DIGITS])
 
 
+def resolve_location(location: str) -> str:
+    """A warehouse location as every later call needs it: URIs as given, local paths (also `file:` ones)
+    absolute, relative ones taken from the working directory."""
+    path = location[len("file://"):] if location.startswith("file://") else location
+    if "://" in path:
+        return location.rstrip("/")
+    return os.path.abspath(os.path.expanduser(path))
+
+
 @dataclass(frozen=True)
 class Warehouse:
     root: str  # a path or URI Spark can write
 
     def __post_init__(self):
-        object.__setattr__(self, "root", self.root.rstrip("/"))
+        object.__setattr__(self, "root", resolve_location(self.root))
 
     def uri(self, relative: str) -> str:
         return f"{self.root}/{relative}"
@@ -92,6 +102,27 @@ class Warehouse:
     def delete_dir(self, relative: str) -> None:
         filesystem, base = self._fs()
         filesystem.delete_dir(posixpath.join(base, relative))
+
+    def read_text(self, relative: str) -> str | None:
+        """The text of a small file, or None when there is none."""
+        filesystem, base = self._fs()
+        try:
+            with filesystem.open_input_stream(posixpath.join(base, relative)) as stream:
+                return stream.read().decode("utf-8")
+        except FileNotFoundError:
+            return None
+
+    def write_text(self, relative: str, text: str) -> None:
+        filesystem, base = self._fs()
+        filesystem.create_dir(base, recursive=True)
+        with filesystem.open_output_stream(posixpath.join(base, relative)) as stream:
+            stream.write(text.encode("utf-8"))
+
+    def holds_files(self, relative: str) -> bool:
+        """Whether any file sits under `relative` (stops at the first one it finds)."""
+        filesystem, base = self._fs()
+        selector = pafs.FileSelector(posixpath.join(base, relative), recursive=True, allow_not_found=True)
+        return any(info.type == pafs.FileType.File for info in filesystem.get_file_info(selector))
 
     def exists(self, relative: str) -> bool:
         filesystem, base = self._fs()

@@ -11,11 +11,12 @@
   {{ print(adapter.table_text(branches)) }}
 {% endmacro %}
 
-{% macro drop_branch(name) %}
+{% macro drop_branch(name, force=false) %}
   {%- if not name -%}
     {{ exceptions.raise_compiler_error("drop_branch needs a name: --args '{name: dev}'") }}
   {%- endif -%}
-  {%- set branches = adapter.drop_branch(name) -%}
+  {#- force: also drop a branch whose commits no other branch reaches (git branch -D) -#}
+  {%- set branches = adapter.drop_branch(name, force) -%}
   {{ print("dropped branch " ~ name) }}
   {{ print(adapter.table_text(branches)) }}
 {% endmacro %}
