@@ -105,3 +105,18 @@ def test_catalog_password_can_come_from_the_environment(tmp_path, monkeypatch):
         assert PASSWORD not in repr(lakehouse.store)
         assert [b.name for b in lakehouse.list_branches()] == ["main"]
         lakehouse.store.dispose()
+
+
+@pytest.mark.parametrize("shape", ["missing colon", "non-numeric port"])
+def test_malformed_catalog_url_never_shows_its_password(spark, tmp_path, capsys, monkeypatch, shape):
+    """Issue 20 item 5: `postgresql+psycopg//lake:PASSWORD@...` (a missing colon) was printed with its password
+    by `dbt debug` and written to logs/dbt.log. BRANCHSPARK_CATALOG_PASSWORD never shows either."""
+    monkeypatch.setenv("BRANCHSPARK_CATALOG_PASSWORD", PASSWORD + "-env")
+    url = (f"postgresql+psycopg//lake:{PASSWORD}@127.0.0.1:55447/lake" if shape == "missing colon"
+           else f"postgresql+psycopg://lake:{PASSWORD}@127.0.0.1:5x432/lake")
+    result, printed = _dbt_debug(_debug_project(tmp_path, url), capsys)
+    assert not result.success
+    assert "logs" in str(list((tmp_path / "proj").iterdir()))  # logs/dbt.log was written and is checked
+    assert PASSWORD not in printed  # also not the environment's password, which starts the same
+    assert "lake:***@127.0.0.1" in printed
+    assert ("is not a SQLAlchemy URL" if shape == "missing colon" else "is not a number") in printed

@@ -23,8 +23,10 @@ from dbt.adapters.branchspark.branch_session import (
     open_lakehouse,
     statement_transaction,
 )
+from dbt.adapters.branchspark.catalog.url import redact_text
 from dbt.adapters.branchspark.credentials import BranchSparkCredentials
 from dbt.adapters.branchspark.run_landing import session_branch
+from dbt.adapters.branchspark.spark_errors import unreadable_file
 from dbt.adapters.branchspark.spark_session import spark_session
 from dbt.adapters.branchspark.sql_router import RoutedResult, StatementRouter
 from dbt.adapters.branchspark.sql_text import split_statements
@@ -259,7 +261,10 @@ def error_line(exc: BaseException) -> str:
     from dbt.adapters.branchspark.errors import BranchsparkError
 
     if isinstance(exc, BranchsparkError):
-        return str(exc)
+        return redact_text(str(exc))
+    damaged = unreadable_file(exc)
+    if damaged is not None:
+        return str(damaged)
     text = str(exc)
     for marker in ("\n\nJVM stacktrace:", "\nJVM stacktrace:"):
         text = text.split(marker)[0]

@@ -7,6 +7,8 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 from dbt.adapters.spark.connections import SparkCredentials
 from dbt_common.exceptions import DbtRuntimeError
 
+from dbt.adapters.branchspark.catalog.url import redact_url
+
 SESSION_METHOD = "session"
 CONNECT_METHOD = "connect"
 CONNECT_URL_PREFIX = "sc://"
@@ -93,8 +95,6 @@ class BranchSparkCredentials(SparkCredentials):
 
     def connection_info(self, *, with_aliases: bool = False) -> Iterable[Tuple[str, Any]]:
         """What `dbt debug` prints: the catalog URL without its password."""
-        from dbt.adapters.branchspark.catalog.url import redact_url
-
         for key, value in super().connection_info(with_aliases=with_aliases):
             yield key, redact_url(value) if key == "catalog" and value else value
 

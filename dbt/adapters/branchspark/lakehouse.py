@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
+from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 
 from . import errors
@@ -25,6 +26,7 @@ from .catalog.state import BranchInfo, CommitInfo, DatabaseInfo, TableInfo, Tabl
 from .catalog.binding import Opening, open_catalog
 from .catalog.store import CATALOG_URL_ENV, MAIN, default_catalog_url, utcnow
 from .commit_replay import is_hidden_branch
+from .spark_errors import unreadable_file
 from .sql_text import QUOTED, quote_identifier, tokens, unquote
 from .storage.layout import SEGMENT_COLUMN, Warehouse
 from .storage.reader import TableReader
@@ -114,7 +116,10 @@ class Snapshot:
         if state.kind == "view":
             self._register_relations(state.view_sql, {name.lower()})
             return self.lakehouse.spark.sql(state.view_sql)
-        return self.reader.read(state, with_row_ids=with_row_ids)
+        try:
+            return self.reader.read(state, with_row_ids=with_row_ids)
+        except PySparkException as exc:
+            raise unreadable_file(exc, self.lakehouse.store.table_name) or exc from None
 
     def _register_relations(self, sql: str, seen: set[str]) -> None:
         """The relations a view's SQL names (`database.table`, quoted, as dbt writes them) as session temp

@@ -20,7 +20,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from . import errors
+from . import errors, spark_errors
 from .catalog.namespace import Namespace, check_name, split_name
 from .catalog.schema_rules import check_widening, parse_type
 from .catalog.state import Column, CommitInfo, DatabaseState, OpInfo, Schema, TableInfo, TableState
@@ -743,8 +743,7 @@ def _targets_any(tombstone, segments, live_ids) -> bool:
 
 
 def _first_line(exc: Exception) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
+    return spark_errors.first_line(exc)  # without the reader's internal column names
 
 
 def _summary(operations: list[OpInfo]) -> str:

@@ -533,6 +533,15 @@ class CatalogStore:
             r.id, r.table_id, r.path, r.seq, r.schema_id, r.row_count, tuple(r.target_segments or ()),
             tuple(r.target_files or ())))
 
+    def table_name(self, table_id: str) -> str | None:
+        """`database.table` as some version of the table was named (for error messages), or None."""
+        query = (select(m.TableVersion.name, m.DatabaseVersion.name.label("database"))
+                 .join(m.DatabaseVersion, m.DatabaseVersion.database_id == m.TableVersion.database_id)
+                 .where(m.TableVersion.table_id == table_id).limit(1))
+        with self.engine.connect() as conn:
+            row = conn.execute(query).first()
+        return f"{row.database}.{row.name}" if row else None
+
     def known_table_ids(self) -> set[str]:
         """Every table id any version, segment or tombstone of this catalog names: the only table
         folders of the warehouse whose files this catalog could reference."""

@@ -14,6 +14,7 @@ from rich.table import Table
 from .. import errors
 from ..catalog.url import redact_text, redact_url
 from ..lakehouse import Lakehouse
+from ..spark_errors import unreadable_file
 from .changes_cmd import changes
 from .graph import commit_graph
 from .merge_cmd import abort, merge, merge_status, resolve
@@ -41,6 +42,13 @@ class BranchsparkGroup(click.Group):
             return super().invoke(ctx)
         except errors.BranchsparkError as exc:
             click.echo(f"error: {redact_text(str(exc))}")  # plain: one line, never wrapped
+            sys.exit(1)
+        except Exception as exc:  # Spark failing on a data file (show counts rows): one line too
+            lakehouse = getattr(ctx.obj, "_lakehouse", None)
+            damaged = unreadable_file(exc, lakehouse.store.table_name if lakehouse else None)
+            if damaged is None:
+                raise
+            click.echo(f"error: {damaged}")
             sys.exit(1)
 
 
