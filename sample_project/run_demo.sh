@@ -15,7 +15,7 @@ quiet=(--quiet)
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
 step "1. create branch dev from main (dropped first, so the demo can be re-run)"
-"$DBT" "${quiet[@]}" run-operation drop_branch --args '{name: dev}' --target main >/dev/null 2>&1 || true
+"$DBT" "${quiet[@]}" run-operation drop_branch --args '{name: dev, force: true}' --target main >/dev/null 2>&1 || true
 "$DBT" "${quiet[@]}" run-operation create_branch --args '{name: dev, from: main}' --target main
 
 step "2. seed, run, snapshot and test on dev"

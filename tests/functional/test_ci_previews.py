@@ -229,7 +229,8 @@ def test_two_concurrent_pull_requests_preview_merge_and_clean_up(ci, spark, monk
     assert rows(lakehouse, "main", "shop.customer_totals") == both
     assert rows(lakehouse, "pr_5", "shop.customer_totals") == expected_customer_totals(upper=True, double_total=True)
     # closed without merging: the preview is dropped
-    assert pr5.dbt("run-operation", "drop_branch", "--args", "{name: pr_5}", "--target", "main")
+    # (its commits are on no other branch, so the drop needs force, as git branch -D)
+    assert pr5.dbt("run-operation", "drop_branch", "--args", "{name: pr_5, force: true}", "--target", "main")
     assert [b.name for b in lakehouse.list_branches()] == ["main"]
     assert rows(lakehouse, "main", "shop.country_totals") == expected_country_totals(paid_only=True)
     lakehouse.store.dispose()
@@ -246,7 +247,7 @@ def test_the_example_workflow_runs_the_commands_played_above():
     assert "dbt parse --target main" in steps["preview"]
     assert 'merge_branch --target main --args "{src: pr_${PR_NUMBER}, dest: main}"' in steps["publish"]
     assert steps["publish"].index("merge_branch") < steps["publish"].index("drop_branch")
-    assert 'drop_branch --target main --args "{name: pr_${PR_NUMBER}}"' in steps["cleanup"]
+    assert 'drop_branch --target main --args "{name: pr_${PR_NUMBER}, force: true}"' in steps["cleanup"]
     assert "github.event.pull_request.merged == true" in jobs["publish"]["if"]
     assert "merged != true" in jobs["cleanup"]["if"]
     for line in ("branch: \"pr_{{ env_var('PR_NUMBER') }}\"", "create_branch_from: main", "protected_branches: [main]"):

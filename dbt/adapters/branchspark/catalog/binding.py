@@ -35,6 +35,8 @@ def open_catalog(url: str, warehouse: Warehouse, opening: Opening) -> CatalogSto
     do not belong together), created or upgraded only as `opening` allows."""
     store = CatalogStore(url)
     status = store.status()
+    if not status.exists and read_marker(warehouse) is not None:
+        status = store.status()  # another process may have just created the pair: look once more
     shown = redact_url(store.url)
     if status.kind == "foreign":
         raise errors.CatalogMismatch(
@@ -71,7 +73,9 @@ def _check_marker(store: CatalogStore, warehouse: Warehouse, shown: str, opening
     marker = read_marker(warehouse)
     if marker is None:
         # an upgraded catalog's warehouse predates markers; an init may finish a creation that stopped early
-        if opening is Opening.UPGRADE or (opening is Opening.INIT and not warehouse.holds_files(TABLES)):
+        # (bound_to is None: the catalog's creation stopped before it wrote its warehouse's marker)
+        if opening is Opening.UPGRADE or (opening is Opening.INIT and bound_to is None
+                                          and not warehouse.holds_files(TABLES)):
             _bind(store, warehouse)
             return
         where = f" (it was bound to {bound_to})" if bound_to else ""
