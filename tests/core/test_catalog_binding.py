@@ -21,6 +21,7 @@ from dbt.adapters.branchspark.catalog.store import _MIGRATIONS
 from dbt.adapters.branchspark.catalog.url import redact_url
 from dbt.adapters.branchspark.cli.main import cli
 from dbt.adapters.branchspark.lakehouse import Lakehouse
+from dbt.adapters.branchspark.storage.layout import Warehouse
 from sorted_rows import rows
 from tests.pg_catalog import fresh_pg_catalog
 
@@ -262,3 +263,11 @@ def test_relative_warehouse_works_for_cli_and_python(spark, tmp_path, monkeypatc
     assert code == 0 and "would delete 0 files" in out, out
     code, out = run("--warehouse", "./warehouse", "log", catalog=catalog_url)
     assert code == 0 and "create shop.t" in out, out
+
+
+def test_relative_locations_resolve_against_the_working_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert Warehouse("warehouse").root == str(tmp_path / "warehouse")
+    assert Warehouse("file://./warehouse").root == f"file://{tmp_path}/warehouse"  # was "file://./warehouse"
+    assert Warehouse("file:///data/wh/").root == "file:///data/wh"
+    assert Warehouse("s3a://bucket/wh/").root == "s3a://bucket/wh"

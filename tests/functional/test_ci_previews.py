@@ -229,7 +229,9 @@ def test_two_concurrent_pull_requests_preview_merge_and_clean_up(ci, spark, monk
     assert rows(lakehouse, "main", "shop.customer_totals") == both
     assert rows(lakehouse, "pr_5", "shop.customer_totals") == expected_customer_totals(upper=True, double_total=True)
     # closed without merging: the preview is dropped
-    # (its commits are on no other branch, so the drop needs force, as git branch -D)
+    # its commits are on no other branch, so the drop needs force, as git branch -D
+    assert not pr5.dbt("run-operation", "drop_branch", "--args", "{name: pr_5}", "--target", "main")
+    assert lakehouse.branch_exists("pr_5")
     assert pr5.dbt("run-operation", "drop_branch", "--args", "{name: pr_5, force: true}", "--target", "main")
     assert [b.name for b in lakehouse.list_branches()] == ["main"]
     assert rows(lakehouse, "main", "shop.country_totals") == expected_country_totals(paid_only=True)

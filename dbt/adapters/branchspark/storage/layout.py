@@ -35,10 +35,13 @@ def seq_of_segment_name(name: str) -> int:
 def resolve_location(location: str) -> str:
     """A warehouse location as every later call needs it: URIs as given, local paths (also `file:` ones)
     absolute, relative ones taken from the working directory."""
-    path = location[len("file://"):] if location.startswith("file://") else location
-    if "://" in path:
+    if location.startswith("file:"):
+        path = location[len("file:"):]
+        path = path[2:] if path.startswith("//") else path
+        return location.rstrip("/") if path.startswith("/") else "file://" + os.path.abspath(path)
+    if "://" in location:
         return location.rstrip("/")
-    return os.path.abspath(os.path.expanduser(path))
+    return os.path.abspath(os.path.expanduser(location))
 
 
 @dataclass(frozen=True)
