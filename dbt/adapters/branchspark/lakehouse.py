@@ -21,9 +21,9 @@ from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 
 from . import errors
+from .catalog.binding import Opening, open_catalog
 from .catalog.namespace import Namespace, check_branch_name
 from .catalog.state import BranchInfo, CommitInfo, DatabaseInfo, TableInfo, TableState
-from .catalog.binding import Opening, open_catalog
 from .catalog.store import CATALOG_URL_ENV, MAIN, default_catalog_url, utcnow
 from .commit_replay import is_hidden_branch
 from .spark_errors import unreadable_file

@@ -13,11 +13,10 @@ import os
 import threading
 import uuid
 from collections.abc import Iterable, Iterator
-from datetime import datetime, timedelta, timezone
-from pathlib import Path
-
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
