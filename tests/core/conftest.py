@@ -6,7 +6,8 @@ from tests.pg_catalog import fresh_pg_catalog
 # Modules whose tests also run on a PostgreSQL catalog (the catalog and merge tests); the rest use SQLite only.
 PG_MODULES = {"test_branches", "test_versions", "test_errors", "test_crash_and_gc", "test_concurrency",
               "test_merge_base", "test_merge_matrix", "test_merge_rules", "test_commit_retry",
-              "test_catalog_binding", "test_drop_guards", "test_one_line_errors", "test_secrets"}
+              "test_catalog_binding", "test_drop_guards", "test_one_line_errors", "test_secrets",
+              "test_serializable_writes"}
 
 
 def pytest_generate_tests(metafunc):

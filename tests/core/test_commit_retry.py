@@ -1,4 +1,5 @@
-"""A writer whose branch head moved is replayed onto the new head by the merge rules, or fails in one line."""
+"""A writer whose branch head moved lands on the new head when what it read and wrote did not move (the
+merge planner then combines the changes), runs again there when it is one operation, or fails in one line."""
 import random
 
 import pytest
@@ -28,31 +29,37 @@ def test_a_non_conflicting_write_lands_on_the_moved_head_as_one_linear_commit(lh
     assert [b.name for b in lh.store.list_branches()] == ["main"]
 
 
-def test_a_keyed_table_replays_per_key(lh, spark):
+def test_a_keyed_table_update_runs_again_on_the_moved_head_or_is_refused(lh, spark):
+    """Serializable (SPEC 1): a transaction that read rows another writer changed is refused, whatever the keys;
+    one update on its own runs again on the new head, so a clash on one key is applied in order."""
     with lh.transaction("main") as tx:
         tx.create_database("shop")
         tx.create_table_as("shop.k", _df(spark, 1, 2, 3), primary_key=["id"])
     slow = Transaction(lh, "main", message="slow")
     slow.update("shop.k", "id = 1", {"amount": "-1"})
     lh.branch("main").update("shop.k", "id = 2", {"amount": "-2"})
-    slow.commit()
-    assert rows(lh.read("shop.k")) == [(1, -1.0), (2, -2.0), (3, 30.0)]
-
-    clash = Transaction(lh, "main", message="clash")
-    clash.update("shop.k", "id = 3", {"amount": "-3"})
-    lh.branch("main").update("shop.k", "id = 3", {"amount": "-33"})
     head = lh.get_branch("main").head
-    with pytest.raises(errors.WriteConflict, match=r"shop\.k: update here vs update there, 3\.4 cells"):
-        clash.commit()
+    with pytest.raises(errors.WriteConflict, match=r"changed what it read or wrote \(shop\.k\)"):
+        slow.commit()
     assert lh.get_branch("main").head == head
-    assert rows(lh.read("shop.k")) == [(1, -1.0), (2, -2.0), (3, -33.0)]
+    assert rows(lh.read("shop.k")) == [(1, 10.0), (2, -2.0), (3, 30.0)]
+
+    def other_writer(point):
+        if point == "write.before_commit" and lh.fault is other_writer:
+            lh.fault = None
+            lh.branch("main").update("shop.k", "id = 3", {"amount": "amount - 33"}, message="other")
+
+    lh.fault = other_writer
+    assert lh.branch("main").update("shop.k", "id = 3", {"amount": "amount * 2"}, message="mine") == 1
+    assert rows(lh.read("shop.k")) == [(1, 10.0), (2, -2.0), (3, -6.0)]  # (30 - 33) * 2: in landing order
+    assert [c.message for c in lh.log("main", limit=2)] == ["mine", "other"]
 
 
 def test_a_delete_against_a_concurrent_insert_conflicts_as_in_a_merge(lh, spark, orders):
     slow = Transaction(lh, "main")
     slow.delete(orders, "id = 1")
     lh.branch("main").insert(orders, _df(spark, 7))
-    with pytest.raises(errors.WriteConflict, match="delete here vs insert there, CONFLICT"):
+    with pytest.raises(errors.WriteConflict, match=r"changed what it read or wrote \(shop\.orders\)"):
         slow.commit()
     assert rows(lh.read(orders), "id") == [(1,), (2,), (3,), (4,), (5,), (7,)]
 
@@ -61,7 +68,7 @@ def test_a_write_against_a_dropped_table_conflicts(lh, spark, orders):
     slow = Transaction(lh, "main")
     slow.insert(orders, _df(spark, 6))
     lh.branch("main").drop_table(orders)
-    with pytest.raises(errors.WriteConflict, match="insert here vs drop there"):
+    with pytest.raises(errors.WriteConflict, match=r"changed what it read or wrote \(shop\.orders\)"):
         slow.commit()
     assert not lh.snapshot("main").has_table(orders)
 

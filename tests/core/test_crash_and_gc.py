@@ -1,9 +1,11 @@
 """A process killed (SIGKILL) at any fault-injection point of a write, a replayed write, a merge or `gc`
 leaves every branch at a consistent commit, every referenced file present and the catalog readable;
-rerunning the work completes it. `gc` removes the orphans and never a referenced file."""
+rerunning the work completes it. `gc` removes the orphans and never a referenced file. The same holds when
+another writer keeps committing on the branch while the process runs and dies."""
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -17,7 +19,8 @@ def parquet_files(warehouse):
     return sorted(str(p) for p in Path(warehouse).rglob("*.parquet"))
 
 
-def run_process(warehouse, catalog_url, *args, fault=None):
+def writer_command(warehouse, catalog_url, *args, fault=None):
+    """writer_process.py's command line and environment (dying at `fault`)."""
     env = dict(os.environ, PYTHONPATH=str(HERE.parent.parent))
     env.pop("BRANCHSPARK_FAULT", None)
     if fault:
@@ -25,6 +28,11 @@ def run_process(warehouse, catalog_url, *args, fault=None):
     command = [sys.executable, str(HERE / "writer_process.py"), warehouse, *args]
     if catalog_url:
         command += ["--catalog", catalog_url]
+    return command, env
+
+
+def run_process(warehouse, catalog_url, *args, fault=None):
+    command, env = writer_command(warehouse, catalog_url, *args, fault=fault)
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
 
 
@@ -179,3 +187,76 @@ def test_gc_keeps_files_of_every_reachable_commit(lh, spark, orders, warehouse):
     assert report.referenced_segments >= 3
     assert lh.read(orders, at=old).count() == 5
     assert rows(lh.read(orders)) == [(8, 8.0)]
+
+
+ALL_FAULTS = WRITE_FAULTS + ["retry.after_staged_commit", "merge.before_commit", "gc.mid_delete"]
+
+
+def commit_while_running(lh, spark, process, table, first_id):
+    """Another writer: commit one row at a time on main until `process` has exited; the ids it committed."""
+    landed = []
+    while process.poll() is None or not landed:
+        key = first_id + len(landed)
+        lh.branch("main").insert(table, spark.createDataFrame([(key, float(key))], "id bigint, amount double"))
+        landed.append(key)
+        time.sleep(0.2)
+    return landed
+
+
+def make_old_orphans(lh, spark, table, warehouse):
+    """Files of a write that never committed, older than gc's grace: garbage for the killed gc to delete."""
+    files_before = all_files(warehouse)
+    abandoned = lh.transaction("main")
+    for key in (9000, 9001):  # two segments: a gc killed after its first delete leaves some behind
+        abandoned.insert(table, spark.createDataFrame([(key, 1.0)], "id bigint, amount double"))
+    orphans = all_files(warehouse) - files_before
+    an_hour_ago = time.time() - 3600
+    for path in orphans:
+        os.utime(path, (an_hour_ago, an_hour_ago))
+    assert orphans
+    return orphans
+
+
+@pytest.mark.parametrize("fault", ALL_FAULTS)
+def test_killed_at_each_fault_point_while_another_writer_commits(lh, spark, orders, warehouse, fault):
+    """Issue 20: kill -9 at each fault point while another writer commits on the same branch, then gc with
+    grace 0: every branch reads its old or new state and no referenced file is gone."""
+    lh.create_branch("dev")
+    # dev has something to merge that main's new rows do not conflict with
+    lh.branch("dev").create_table_as("shop.notes", spark.createDataFrame([(1, "x")], "id bigint, note string"))
+    dev_head, dev_rows = lh.get_branch("dev").head, rows(lh.read(orders, at="dev"))
+    base_ids = {r.id for r in lh.read(orders).collect()}
+    own_rows = set()  # rows the killed process may have landed before its fault point
+    if fault == "merge.before_commit":
+        args = ("merge", "--source", "dev", "--branch", "main")
+    elif fault == "gc.mid_delete":
+        orphans = make_old_orphans(lh, spark, orders, warehouse)
+        args = ("gc", "--grace", "600")  # the other writer's young files are not garbage
+    elif fault == "retry.after_staged_commit":
+        args = ("stale-insert", "--branch", "main", "--table", orders, "--first-id", "1000")
+        own_rows = set(range(1100, 1200))  # its own second commit, which moves the head
+    else:
+        args = ("insert", "--branch", "main", "--table", orders, "--first-id", "1000")
+    command, env = writer_command(warehouse, lh.catalog_url, *args, fault=fault)
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        landed = commit_while_running(lh, spark, process, orders, 50_000)
+        out, err = process.communicate(timeout=600)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == -9 and "committed" not in out, err[-2000:]
+
+    def check_branches():
+        ids = {r.id for r in lh.read(orders).collect()}
+        assert ids - own_rows == base_ids | set(landed)  # the other writer's commits all there, the killed one's not
+        assert ids & own_rows in (set(), own_rows)
+        assert lh.get_branch("dev").head == dev_head and rows(lh.read(orders, at="dev")) == dev_rows
+        assert_consistent(lh, warehouse)
+
+    check_branches()
+    if fault == "gc.mid_delete":
+        assert orphans & all_files(warehouse) and orphans - all_files(warehouse)  # it died mid-way
+    lh.gc(grace_seconds=0)
+    check_branches()
+    assert sorted(b.name for b in lh.store.list_branches()) == ["dev", "main"]  # no hidden branch left

@@ -2,9 +2,12 @@
 
     writer_process.py WAREHOUSE insert --branch B --table T --first-id N [--commits C --rows R]
     writer_process.py WAREHOUSE merge --source S --branch B
-    writer_process.py WAREHOUSE gc
+    writer_process.py WAREHOUSE gc [--grace SECONDS]
     writer_process.py WAREHOUSE stale-insert --branch B --table T --first-id N
         (a transaction whose head another commit moves before it commits: the replay path)
+    writer_process.py WAREHOUSE increment-and-insert --branch B --table T --first-id N --commits C
+        (C times: `update T set n = n + 1 where id = 1` as dbt sends it, then insert row (N + i) into T_log;
+        prints "incremented", "inserted <id>" or "conflict <the WriteConflict line>" for each)
 
 With BRANCHSPARK_FAULT=<point> it dies (SIGKILL) at that fault-injection point. `--catalog` selects the
 catalog URL (default: SQLite in the warehouse); `--barrier DIR` lines processes up: each, once warm, creates
@@ -15,7 +18,10 @@ import os
 import time
 from pathlib import Path
 
+from dbt.adapters.branchspark.branch_session import BranchSession, statement_transaction
+from dbt.adapters.branchspark.errors import WriteConflict
 from dbt.adapters.branchspark.lakehouse import Lakehouse
+from dbt.adapters.branchspark.sql_router import StatementRouter
 from dbt.adapters.branchspark.storage.session import local_session
 
 # A small, quick JVM: many of these run at once on two cores.
@@ -27,7 +33,7 @@ SMALL_SPARK = {"spark.sql.shuffle.partitions": "1", "spark.default.parallelism":
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("warehouse")
-    parser.add_argument("action", choices=["insert", "merge", "gc", "stale-insert"])
+    parser.add_argument("action", choices=["insert", "merge", "gc", "stale-insert", "increment-and-insert"])
     parser.add_argument("--catalog")
     parser.add_argument("--branch", default="main")
     parser.add_argument("--table")
@@ -36,11 +42,12 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=100)
     parser.add_argument("--source")
     parser.add_argument("--barrier")
+    parser.add_argument("--grace", type=float, default=0.0, help="gc: keep files younger than this (seconds)")
     args = parser.parse_args()
 
     spark = local_session("local[1]", SMALL_SPARK) if args.action != "gc" else None
     lakehouse = Lakehouse(spark, args.warehouse, args.catalog)
-    if args.action == "insert":
+    if args.action in ("insert", "increment-and-insert"):
         spark.range(1).count()  # warm up before the start line
     if args.barrier:
         barrier = Path(args.barrier)
@@ -64,11 +71,27 @@ def main() -> None:
                                              message=f"insert from {args.first_id + args.rows}")
         slow.commit()
         print("committed stale", flush=True)
+    elif args.action == "increment-and-insert":
+        session = BranchSession(spark, lakehouse, args.branch)
+        router = StatementRouter(spark, session, lambda what: statement_transaction(session, None, what))
+        for i in range(args.commits):
+            try:
+                router.execute(f"update {args.table} set n = n + 1 where id = 1")
+                print("incremented", flush=True)
+            except WriteConflict as exc:
+                print(f"conflict {exc}", flush=True)
+            key = args.first_id + i
+            row = spark.createDataFrame([(key,)], "id bigint")
+            try:
+                lakehouse.branch(args.branch).insert(f"{args.table}_log", row)
+                print(f"inserted {key}", flush=True)
+            except WriteConflict as exc:
+                print(f"conflict {exc}", flush=True)
     elif args.action == "merge":
         result = lakehouse.merge(args.source, args.branch)
         print(f"committed {result.status}", flush=True)
     else:
-        report = lakehouse.gc(grace_seconds=0)
+        report = lakehouse.gc(grace_seconds=args.grace)
         print(f"committed gc {len(report.deleted_files)}", flush=True)
     print("done", flush=True)
 

@@ -150,8 +150,9 @@ class BranchOps:
 
         def run(*args, message: str = "", author: str | None = None, **kwargs):
             with self._lakehouse.transaction(self._name, message=message, author=author) as tx:
-                result = getattr(tx, operation)(*args, **kwargs)
-            return result
+                # one operation: if the head moves before it lands, it runs again there (commit_replay.py)
+                tx.replayable(lambda again: getattr(again, operation)(*args, **kwargs))
+            return tx.result
 
         return run
 

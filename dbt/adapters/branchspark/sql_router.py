@@ -216,10 +216,11 @@ class StatementRouter:
         with self.write(f"insert {name}") as w:
             target_schema = frames.struct_of(w.tx.table(name).columns)
             df = frames.align_to_schema(self.query(rest), target_schema, columns)
+            # one statement: replayable on a moved head (commit_replay.py)
             if m["mode"].lower() == "overwrite":
-                w.tx.overwrite(name, df, partitions=partitions)
+                w.tx.replayable(lambda tx: tx.overwrite(name, df, partitions=partitions))
             else:
-                w.tx.insert(name, df)
+                w.tx.replayable(lambda tx: tx.insert(name, df))
             w.changed(name)
         return RoutedResult(message="INSERT")
 
@@ -241,7 +242,8 @@ class StatementRouter:
         if conflicts is not None:
             return self._resolve_conflicts(conflicts, self.qualify(predicate.strip()), assignments)
         with self.write(f"update {name}") as w:
-            w.tx.update(name, self.qualify(predicate.strip()), assignments)
+            where = self.qualify(predicate.strip())
+            w.tx.replayable(lambda tx: tx.update(name, where, assignments))
             w.changed(name)
         return RoutedResult(message="UPDATE")
 
@@ -270,7 +272,8 @@ class StatementRouter:
             return None
         predicate = (m.groupdict().get("where") or "true").strip()
         with self.write(f"delete {name}") as w:
-            w.tx.delete(name, self.qualify(predicate))
+            where = self.qualify(predicate)
+            w.tx.replayable(lambda tx: tx.delete(name, where))
             w.changed(name)
         return RoutedResult(message="DELETE")
 

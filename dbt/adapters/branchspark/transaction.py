@@ -3,17 +3,19 @@
 Each operation validates its input before writing anything, writes its new
 files (segments, tombstones), stages new object versions and records the
 operation kinds of SPEC section 2. `commit()` moves the branch head by
-compare-and-swap; if the head moved meanwhile, the change is replayed onto
-the new head by the merge rules (commit_replay.py), or fails with
-WriteConflict when it conflicts. Files of a transaction that never commits
-are garbage for `gc`.
+compare-and-swap; if the head moved meanwhile, the change lands on the new
+head only when what it read and wrote did not change, or runs again there
+when it is one replayable operation, or fails with WriteConflict: writers
+are serializable (commit_replay.py). Files of a transaction that never
+commits are garbage for `gc`.
 """
 from __future__ import annotations
 
 import itertools
 import uuid
+from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame
@@ -21,11 +23,13 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from . import errors, spark_errors
-from .catalog.namespace import Namespace, check_name, split_name
+from .catalog.namespace import check_name, split_name
 from .catalog.schema_rules import check_widening, parse_type
 from .catalog.state import Column, CommitInfo, DatabaseState, OpInfo, Schema, TableInfo, TableState
+from .commit_replay import land_on_moved_head
 from .storage.layout import SEGMENT_COLUMN
 from .storage.reader import PREV_FILE, PREV_POS, ROW_FILE, ROW_POS, TableReader, quote, segment_group
+from .write_dependencies import TrackingNamespace, TrackingReader
 
 if TYPE_CHECKING:
     from .lakehouse import Lakehouse
@@ -46,11 +50,16 @@ class Transaction:
             raise errors.ProtectedBranch(branch)
         self.store.refuse_if_paused(branch, finishing)  # early; the commit checks again under the catalog lock
         self.base_head = info.head
-        self.ns = Namespace(self.store, self.store.root(info.head), branch)
+        self.ns = TrackingNamespace(self.store, self.store.root(info.head), branch)
+        self.depends = self.ns.depends  # what the result depends on: checked when the head moved
         self.operations: list[OpInfo] = []
         self.commit_info: CommitInfo | None = None
         self.merge_parent: str | None = None  # set by a merge: the commit merged in, the second parent
-        self.auto_retry = True  # replay onto a moved head by the merge rules (commit_replay.py)
+        self.auto_retry = True  # land on a moved head, run again or refuse (commit_replay.py)
+        self.rerun: Callable[["Transaction"], Any] | None = None  # see replayable()
+        self.result: Any = None  # what the replayable operation returned, on the head it landed on
+        self._rerun_operations: int | None = None
+        self._finalized = None
         self._done = False
 
     # ------------------------------------------------------------ plumbing
@@ -60,7 +69,22 @@ class Transaction:
 
     @property
     def reader(self) -> TableReader:
-        return TableReader(self.spark, self.lakehouse.warehouse, self.ns)
+        return TrackingReader(self.spark, self.lakehouse.warehouse, self.ns)
+
+    def replayable(self, operate: Callable[["Transaction"], Any]) -> Any:
+        """Run `operate(self)` and return its result. When it is all this transaction does, it is replayable:
+        if the branch head moves before the commit and changes what it read, it runs again on the new head
+        (a fresh transaction) instead of failing. `operate` must depend only on its transaction and on
+        values fixed when it was made (names, predicate and expression text, input DataFrames)."""
+        alone = not self.operations and self._rerun_operations is None
+        self.result = operate(self)
+        self.rerun = operate if alone else None
+        self._rerun_operations = len(self.operations) if alone else -1
+        return self.result
+
+    @property
+    def rerunnable(self) -> bool:
+        return self.rerun is not None and self._rerun_operations == len(self.operations)
 
     def __enter__(self) -> "Transaction":
         return self
@@ -78,26 +102,25 @@ class Transaction:
         if self.lakehouse.fault:
             # Every file of the change (a write's or a merge's) is written; the catalog has not moved.
             self.lakehouse.fault("merge.before_commit" if self.merge_parent else "write.before_commit")
-        root, databases, tables = self.ns.finalize()
-
-        def commit_on(branch: str) -> CommitInfo:
-            return self.store.commit(
-                branch, self.base_head, root, databases=databases, tables=tables,
-                schemas=self.ns.new_schemas.values(), segments=self.ns.new_segments.values(),
-                tombstones=self.ns.new_tombstones.values(), operations=self.operations,
-                message=self.message or _summary(self.operations), author=self.author,
-                merge_parent=self.merge_parent, allow_protected=self.allow_protected, finishing=self.finishing,
-                fault=self.lakehouse.fault)
-
+        self._finalized = self.ns.finalize()
         try:
-            self.commit_info = commit_on(self.branch)
+            self.commit_info = self.commit_on(self.branch)
         except errors.StaleHead:
             if not self.auto_retry or self.merge_parent is not None:
                 raise
-            from .commit_replay import replay_stale_commit
-
-            self.commit_info = replay_stale_commit(self, commit_on)
+            self.commit_info = land_on_moved_head(self)
         return self.commit_info
+
+    def commit_on(self, branch: str) -> CommitInfo:
+        """Commit the finalized change on `branch` (its own, or a hidden one at base_head) by compare-and-swap."""
+        root, databases, tables = self._finalized
+        return self.store.commit(
+            branch, self.base_head, root, databases=databases, tables=tables,
+            schemas=self.ns.new_schemas.values(), segments=self.ns.new_segments.values(),
+            tombstones=self.ns.new_tombstones.values(), operations=self.operations,
+            message=self.message or _summary(self.operations), author=self.author,
+            merge_parent=self.merge_parent, allow_protected=self.allow_protected, finishing=self.finishing,
+            fault=self.lakehouse.fault)
 
     def _record(self, kind: str, object_id: str, name: str, op: str, **detail) -> None:
         self.operations.append(OpInfo(kind, object_id, name, op, detail))
@@ -442,6 +465,7 @@ class Transaction:
     def conform(self, name: str, state: TableState, df: DataFrame) -> DataFrame:
         """`df` as rows of the table: columns matched by name, cast to the table's types, missing ones
         filled with their default or NULL."""
+        self.depends.inputs.append(df)  # it may read tables: checked if the head moves (commit_replay.py)
         schema = self._schema(state)
         incoming = {f.name.lower(): f for f in df.schema.fields}
         unknown = [f.name for f in df.schema.fields if schema.column(f.name) is None]
