@@ -25,7 +25,12 @@ class ObjectChanges:
     tombstones_added: list[str] = field(default_factory=list)
     touched: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))  # op -> segment groups
     overwritten_partitions: list[dict] = field(default_factory=list)  # {columns, partitions} per partial overwrite
-    whole_overwrite: bool = False
+    whole_overwrite: bool = False  # an overwrite that replaced every segment (catalogs before overwrites by difference)
+    overwrite_tombstones: list[str] = field(default_factory=list)  # the rows its overwrites removed (by difference)
+
+    @property
+    def overwrote(self) -> bool:
+        return "overwrite" in self.ops
 
 
 @dataclass
@@ -60,7 +65,9 @@ def side_since(store: CatalogStore, head: str, base: str) -> Side:
             changes.tombstones_added += detail.get("tombstones_added", [])
             if op.op in ("update", "delete"):
                 changes.touched[op.op].update(detail.get("segments_touched", []))
-            if op.op == "overwrite":
+            if op.op == "overwrite" and detail.get("difference"):
+                changes.overwrite_tombstones += detail.get("tombstones_added", [])
+            elif op.op == "overwrite":
                 changes.segments_removed.update(detail.get("segments_removed", []))
                 if "partitions" in detail:
                     changes.overwritten_partitions.append({"columns": detail.get("partition_columns", []),
