@@ -173,3 +173,100 @@ def test_issue24_reupserting_the_same_rows_leaves_no_tombstones_and_no_changes(l
     lh.branch("main").upsert(keyed, orders(spark, (2, "placed"), (3, "shipped"), (4, "new")))
     assert changes_of_last_commit(lh, keyed, before) == ([(3, "placed")], [(3, "shipped"), (4, "new")])
     assert len(lh.snapshot("main").state(keyed).tombstones) == 1
+
+
+# ------------------------------------------------------------------ case 1
+@pytest.fixture
+def events(lh, spark):
+    """main: shop.events (id, status) without a key, rows 1..4 in one segment; branches src and dest."""
+    with lh.transaction("main") as tx:
+        tx.create_database("shop")
+        tx.create_table_as("shop.events", orders(spark, *[(i, "placed") for i in range(1, 5)]))
+    lh.create_branch("src")
+    lh.create_branch("dest")
+    return "shop.events"
+
+
+def merge_outcome(lh, src, dest):
+    """('conflict', rules) or ('merged', rows) of merging src into dest (nothing is written on a conflict)."""
+    head = lh.store.get_branch(dest).head
+    try:
+        lh.merge(src, dest)
+    except errors.MergeConflict as conflict:
+        assert lh.store.get_branch(dest).head == head
+        return "conflict", sorted(c.rule for c in conflict.report.conflicts)
+    return "merged", Counter(rows(lh.read("shop.events", dest)))
+
+
+@pytest.mark.parametrize("compacted", ["src", "both"])
+def test_issue19_case1_compaction_does_not_hide_an_a3_conflict(lh, events, compacted):
+    for side in ("src", "dest") if compacted == "both" else ("src",):
+        lh.branch(side).compact(events)
+    for side in ("src", "dest"):
+        lh.branch(side).update(events, "id = 2", {"status": "'shipped'"})
+    assert merge_outcome(lh, "src", "dest") == ("conflict", ["A3"])
+
+
+def test_issue19_case1_compaction_does_not_hide_an_a1_conflict(lh, events):
+    lh.branch("src").compact(events)
+    lh.branch("src").update(events, "id = 3", {"status": "'shipped'"})
+    lh.branch("dest").delete(events, "id = 3")
+    assert merge_outcome(lh, "src", "dest") == ("conflict", ["A1"])
+
+
+# ------------------------------------------------------------------ case 2
+def test_issue19_case2_changes_of_a_merge_into_a_compacted_table_list_the_deletes(lh, events):
+    lh.branch("dest").compact(events)
+    lh.branch("src").update(events, "id in (1, 2)", {"status": "'shipped'"})
+    before = lh.store.get_branch("dest").head
+    lh.merge("src", "dest")
+    assert rows(lh.read(events, "dest")) == [(1, "shipped"), (2, "shipped"), (3, "placed"), (4, "placed")]
+    assert changes_of_last_commit(lh, events, before, "dest") == ([(1, "placed"), (2, "placed")],
+                                                                   [(1, "shipped"), (2, "shipped")])
+    assert_feed_replays(lh, events, before, "dest")
+
+
+# ------------------------------------------------------------------ case 5
+def test_issue19_case5_ours_on_a_keyless_table_keeps_src_changes_that_do_not_conflict(lh, spark, events):
+    src = lh.branch("src")
+    src.add_column(events, "note", "string")
+    src.insert(events, spark.createDataFrame([(9, "placed", "new")], "id bigint, status string, note string"))
+    src.update(events, "id = 1", {"status": "'shipped'"})
+    lh.branch("dest").update(events, "id = 2", {"status": "'returned'"})  # the same segment: A3
+    result = lh.merge("src", "dest", on_conflict="ours")
+    assert [c.rule for c in result.resolved] == ["A3"]
+    assert rows(lh.read(events, "dest")) == [(1, "placed", None), (2, "returned", None), (3, "placed", None),
+                                             (4, "placed", None), (9, "placed", "new")]
+
+
+def test_theirs_on_a_keyless_table_keeps_dest_changes_that_do_not_conflict(lh, spark, events):
+    lh.branch("src").update(events, "id = 1", {"status": "'shipped'"})
+    dest = lh.branch("dest")
+    dest.update(events, "id = 2", {"status": "'returned'"})
+    dest.insert(events, orders(spark, (8, "dest")))
+    lh.merge("src", "dest", on_conflict="theirs")
+    assert rows(lh.read(events, "dest")) == [(1, "shipped"), (2, "placed"), (3, "placed"), (4, "placed"),
+                                             (8, "dest")]
+
+
+# ------------------------------------------------------------------ A6.1
+def test_a6_1_dest_type_wider_than_src_final_type_conflicts(lh, spark):
+    with lh.transaction("main") as tx:
+        tx.create_database("shop")
+        tx.create_table_as("shop.w", spark.createDataFrame([(1, 1)], "id bigint, n int"))
+    lh.create_branch("src")
+    lh.create_branch("dest")
+    lh.branch("src").set_default("shop.w", "n", "0")  # src alters n, keeping int
+    lh.branch("dest").alter_column_type("shop.w", "n", "bigint")
+    head = lh.store.get_branch("dest").head
+    with pytest.raises(errors.MergeConflict) as raised:
+        lh.merge("src", "dest")
+    assert [(c.object_name, c.rule) for c in raised.value.report.conflicts] == [("shop.w.n", "A6.1")]
+    assert lh.store.get_branch("dest").head == head
+    # src widening past dest is fine: src's final type becomes dest's.
+    lh.create_branch("src2", "main")
+    lh.create_branch("dest2", "main")
+    lh.branch("src2").alter_column_type("shop.w", "n", "bigint")
+    lh.branch("dest2").set_default("shop.w", "n", "0")
+    lh.merge("src2", "dest2")
+    assert {c.name: c.type for c in lh.snapshot("dest2").table("shop.w").columns}["n"] == "bigint"

@@ -24,10 +24,10 @@ from . import errors
 from .catalog.namespace import Namespace, check_name, split_name
 from .catalog.schema_rules import check_widening, parse_type
 from .catalog.state import Column, CommitInfo, DatabaseState, OpInfo, Schema, TableInfo, TableState
-from .storage.difference import NEW, OLD, SIDE, difference
+from .storage.difference import NEW, OLD, SIDE, difference, differs
 from .storage.layout import SEGMENT_COLUMN
 from .storage.reader import PREV_FILE, PREV_POS, ROW_FILE, ROW_POS, TableReader, quote, segment_group
-from .storage.writer import TombstoneSummary
+from .storage.writer import TombstoneSummary, first_written_in
 
 if TYPE_CHECKING:
     from .lakehouse import Lakehouse
@@ -553,7 +553,7 @@ class Transaction:
             return 0
         self.ns.put_table(state.evolve(tombstones=state.tombstones + (tombstone.id,)))
         self._record("table", state.id, name, "delete", seq=seq, predicate=predicate,
-                     tombstones_added=[tombstone.id], segments_touched=list(tombstone.target_segments),
+                     tombstones_added=[tombstone.id], segments_touched=first_written_in(tombstone),
                      rows=tombstone.row_count)
         return tombstone.row_count
 
@@ -562,10 +562,13 @@ class Transaction:
         state = self._writable_table(name)
         schema = self._schema(state)
         resolved = {self._column(name, schema, column).name: expression for column, expression in assignments.items()}
-        matched = self._filtered(name, state, predicate)
         images = [(F.expr(resolved[c.name]) if c.name in resolved else F.col(quote(c.name)))
                   .cast(c.data_type).alias(c.name) for c in schema.columns]
         try:
+            # A row the update leaves as it was is not changed: no tombstone, no new image (SPEC 4).
+            matched = self._filtered(name, state, predicate).filter(
+                differs([(F.expr(resolved[c.name]).cast(c.data_type), F.col(quote(c.name)), c.data_type)
+                          for c in schema.columns if c.name in resolved]))
             new_rows = matched.select(*images, F.col(ROW_FILE).alias(PREV_FILE), F.col(ROW_POS).alias(PREV_POS))
         except PySparkException as exc:
             raise errors.InvalidArgument(f"update of '{name}' is not valid: {_first_line(exc)}") from None
@@ -580,7 +583,7 @@ class Transaction:
                                        tombstones=state.tombstones + (tombstone.id,)))
         self._record("table", state.id, name, "update", seq=seq, predicate=predicate, set=dict(resolved),
                      tombstones_added=[tombstone.id], segments_added=[s.id for s in segments],
-                     segments_touched=list(tombstone.target_segments), rows=tombstone.row_count)
+                     segments_touched=first_written_in(tombstone), rows=tombstone.row_count)
         return tombstone.row_count
 
     def upsert(self, name: str, df: DataFrame, key: list[str] | None = None) -> None:
@@ -611,7 +614,7 @@ class Transaction:
                                        tombstones=tombstones))
         if tombstone is not None:
             self._record("table", state.id, name, "update", seq=seq, key=resolved, tombstones_added=[tombstone.id],
-                         segments_touched=list(tombstone.target_segments), rows=tombstone.row_count)
+                         segments_touched=first_written_in(tombstone), rows=tombstone.row_count)
         if segments:
             self._record("table", state.id, name, "insert", seq=seq, segments_added=[s.id for s in segments])
 
@@ -680,13 +683,13 @@ class Transaction:
         """Replace every row, recorded as what the overwrite changed (SPEC 3.3, 4): a tombstone of the rows it
         removed and a segment of the rows it added, as multisets against the table it replaced. A rebuild that
         reproduces most rows changes only the others."""
-        if not state.segments:
-            self._replace_rows(name, state, rows, "data", "overwrite", check=True, key_checked=key_checked)
-            return
         seq = self._seq()
         staged, written = self._write_checked(name, state, rows, seq, "data", key=state.primary_key,
                                               key_checked=key_checked)
-        changed = self._write_difference(state, self.reader.read(state, with_row_ids=True), written, staged, seq)
+        if state.segments:
+            changed = self._write_difference(state, self.reader.read(state, with_row_ids=True), written, staged, seq)
+        else:  # an empty table: every new row is added
+            changed = staged, None
         if changed is None:  # values that cannot be compared: the new rows replace the table's segments
             self.ns.add_segments(staged)
             self.ns.put_table(state.evolve(segments=tuple(s.id for s in staged), tombstones=()))
@@ -702,7 +705,7 @@ class Transaction:
         self._record("table", state.id, name, "overwrite", seq=seq, difference=True,
                      segments_added=[s.id for s in segments],
                      tombstones_added=[tombstone.id] if tombstone else [],
-                     segments_touched=list(tombstone.target_segments) if tombstone else [],
+                     segments_touched=first_written_in(tombstone) if tombstone else [],
                      rows=tombstone.row_count if tombstone else 0)
 
     def _replace_rows(self, name: str, state: TableState, rows: DataFrame, kind: str, op: str,

@@ -32,7 +32,7 @@ from pyspark.sql import functions as F
 from ..catalog.state import Schema, SegmentInfo, TableState
 from ..storage.layout import SEGMENT_COLUMN
 from ..storage.difference import comparable_columns
-from ..storage.writer import TombstoneSummary
+from ..storage.writer import TombstoneSummary, first_written_in
 from ..storage.reader import (
     PREV_FILE,
     PREV_POS,
@@ -50,7 +50,7 @@ from . import contested as contested_rows
 from .conflict_tables import KEEP, MERGED, apply_resolutions
 from .drivers import driver_outputs
 from .report import Conflict
-from .sides import ObjectChanges
+from .sides import ObjectChanges, rows_merge_by_count
 
 IDENTITY = [ROW_FILE, ROW_POS]
 _SHOWN_KEYS = 20  # conflicting keys listed in a report; the count covers all of them
@@ -199,8 +199,11 @@ class DataMerger:
             if stale is not None:
                 stale = stale.select(*_tombstone_columns(inputs))
                 doomed = stale if doomed is None else doomed.unionByName(stale)
-        if (src.overwrote or dest.overwrote) and not (src.segments_removed or dest.segments_removed):
+        if rows_merge_by_count(src, dest):
             doomed = self._count_merge(inputs, src_added, doomed, stale, carried_groups)
+        if doomed is not None:
+            located = self._on_dest(plan.keep_segments + plan.add_segments, F.col(SEGMENT_COLUMN), F.col(ROW_FILE))
+            doomed = doomed.withColumn(SEGMENT_COLUMN, located)
         plan.doomed = doomed
         if contested:
             self._decide_contested(inputs, plan, contested, prefer, driver, resolutions)
@@ -246,7 +249,7 @@ class DataMerger:
         one again (a merge of a branch that deleted it before the base). Only the base's tombstones of
         those segments are read."""
         segments = set().union(*contested.values())
-        earlier = [t for t in self.lookup.tombstone_infos(inputs.base.tombstones) if segments & set(t.target_segments)]
+        earlier = [t for t in self.lookup.tombstone_infos(inputs.base.tombstones) if segments & set(first_written_in(t))]
         if not earlier:
             return None
         return self.reader.read_tombstones(inputs.base, earlier, inputs.schema).select(*IDENTITY)
@@ -483,18 +486,12 @@ class DataMerger:
         doomed_here = d_in & ~unchanged
         written_here = F.coalesce(F.col(KEEP), F.lit(False)) & ~unchanged
         current = F.col("d")
-        # Where dest holds that row: a base row's image comes from src, which may hold it in its own
+        # Where dest holds that row (_on_dest): a base row's image comes from src, which may hold it in its own
         # compaction; a row keeps its identity, whose file names the segment it was first written to. The
         # tombstone then names a segment of dest (what `branch_changes` locates deletions by). A base row
         # in neither is in a segment dest rewrote it into (its compaction): dest did not change the key,
         # so the row is live there, and the latest such segment stands for where.
-        dest_infos = self.lookup.segment_infos(list(inputs.dest.segments))
-        dest_groups = sorted({segment_group(s) for s in dest_infos})
-        rewritten = sorted({segment_group(s) for s in dest_infos if s.kind in STORED_IDENTITY_KINDS})
-        origin = F.substring_index(current[ROW_FILE], "/", 1)
-        segment = (F.when(current[SEGMENT_COLUMN].isin(dest_groups), current[SEGMENT_COLUMN])
-                   .when(origin.isin(dest_groups), origin)
-                   .otherwise(F.lit(rewritten[-1]) if rewritten else current[SEGMENT_COLUMN]))
+        segment = self._on_dest(inputs.dest.segments, current[SEGMENT_COLUMN], current[ROW_FILE])
         # One job counts everything the write needs: conflicts, rows to write, and what the tombstone
         # touches (one small struct per data file: metadata), so no output is read back.
         stats = decided.agg(
@@ -524,6 +521,17 @@ class DataMerger:
                                                             for c in row_columns])
                        .coalesce(_files_for(stats["doomed"])))
         return plan
+
+    def _on_dest(self, segment_ids, segment, row_file):
+        """The segment group a row lives in on dest (of `segment_ids`), which the merge's tombstone names (what
+        `branch_changes` locates deletions by): the group it was read in, else the one it was first written
+        to, else (dest compacted it) dest's latest segment that stores row identities."""
+        infos = self.lookup.segment_infos(list(segment_ids))
+        groups = sorted({segment_group(s) for s in infos})
+        rewritten = sorted({segment_group(s) for s in infos if s.kind in STORED_IDENTITY_KINDS})
+        origin = F.substring_index(row_file, "/", 1)
+        return (F.when(segment.isin(groups), segment).when(origin.isin(groups), origin)
+                .otherwise(F.lit(rewritten[-1]) if rewritten else segment))
 
     def _shareable(self, inputs: TableInputs) -> bool:
         """Whether src's changes can join dest as they are, once no key was changed by both sides.

@@ -33,6 +33,13 @@ class ObjectChanges:
         return "overwrite" in self.ops
 
 
+def rows_merge_by_count(src: ObjectChanges, dest: ObjectChanges) -> bool:
+    """SPEC 3.3: a keyless table a side overwrote since the base (recorded by difference) merges each distinct
+    row's count three-way, rows having no identity across an overwrite; A1/A3 (same segment) do not apply."""
+    return (src.overwrote or dest.overwrote) and not (src.segments_removed or dest.segments_removed
+                                                      or src.whole_overwrite or dest.whole_overwrite)
+
+
 @dataclass
 class Side:
     head: str

@@ -32,13 +32,29 @@ def _orderable(data_type: T.DataType) -> bool:
     return True
 
 
-def comparable(name: str, data_type: T.DataType) -> Column | None:
-    """`name` in a form Spark can group and compare (a map as its sorted entries); None when it cannot."""
+def comparable_value(value: Column, data_type: T.DataType) -> Column | None:
+    """`value` in a form Spark can group and compare (a map as its sorted entries); None when it cannot."""
     if isinstance(data_type, T.MapType):
         if _orderable(data_type.keyType) and _orderable(data_type.valueType):
-            return F.array_sort(F.map_entries(F.col(quote(name))))
+            return F.array_sort(F.map_entries(value))
         return None
-    return F.col(quote(name)) if _orderable(data_type) else None
+    return value if _orderable(data_type) else None
+
+
+def comparable(name: str, data_type: T.DataType) -> Column | None:
+    return comparable_value(F.col(quote(name)), data_type)
+
+
+def differs(pairs) -> Column:
+    """Whether any (new value, old value, type) differs, NULLs equal; a value that cannot be compared counts
+    as changed."""
+    condition = F.lit(False)
+    for new, old, data_type in pairs:
+        new, old = comparable_value(new, data_type), comparable_value(old, data_type)
+        if new is None:
+            return F.lit(True)
+        condition = condition | ~new.eqNullSafe(old)
+    return condition
 
 
 def comparable_columns(schema: T.StructType, names: list[str]) -> list[Column] | None:
