@@ -344,9 +344,6 @@ class ThreeWayMerge:
         result.resolved += conflicts
         if not self.plan_data:
             return
-        # A conflict of operations (not rows) on a keyless table settled by ours keeps dest's rows; its
-        # columns and attributes still merge.
-        rows_kept = bool(conflicts) and prefer == "ours" and not keyed
         # Attributes: a side's change wins over the base; where both changed, src's is replayed last.
         props = _merge_properties(base.properties, src.properties, dest.properties)
         partition_by = _three_way(base.partition_by, src.partition_by, dest.partition_by)
@@ -368,9 +365,8 @@ class ThreeWayMerge:
             ops.append(("alter column", {"action": "merge"}))
         data = None
         src_dml = src_changes.ops & set(TABLE_DML)
-        if rows_kept:
-            src_dml = set()
-        elif src_dml and not dest_changes.ops & set(TABLE_DML):
+        # An operation-pair conflict (no row contested) settled by ours or theirs: the rows merge by the rules.
+        if src_dml and not dest_changes.ops & set(TABLE_DML):
             # dest's rows are the base's: src's version of the data is the merged one, as it is.
             state = state.evolve(segments=src.segments, tombstones=src.tombstones)
         elif src_dml:
