@@ -27,8 +27,10 @@ from .catalog.namespace import check_name, split_name
 from .catalog.schema_rules import check_widening, parse_type
 from .catalog.state import Column, CommitInfo, DatabaseState, OpInfo, Schema, TableInfo, TableState
 from .commit_replay import land_on_moved_head
+from .storage.difference import NEW, OLD, SIDE, difference, differs
 from .storage.layout import SEGMENT_COLUMN
 from .storage.reader import PREV_FILE, PREV_POS, ROW_FILE, ROW_POS, TableReader, quote, segment_group
+from .storage.writer import TombstoneSummary, first_written_in
 from .write_dependencies import TrackingNamespace, TrackingReader
 
 if TYPE_CHECKING:
@@ -575,7 +577,7 @@ class Transaction:
             return 0
         self.ns.put_table(state.evolve(tombstones=state.tombstones + (tombstone.id,)))
         self._record("table", state.id, name, "delete", seq=seq, predicate=predicate,
-                     tombstones_added=[tombstone.id], segments_touched=list(tombstone.target_segments),
+                     tombstones_added=[tombstone.id], segments_touched=first_written_in(tombstone),
                      rows=tombstone.row_count)
         return tombstone.row_count
 
@@ -584,10 +586,13 @@ class Transaction:
         state = self._writable_table(name)
         schema = self._schema(state)
         resolved = {self._column(name, schema, column).name: expression for column, expression in assignments.items()}
-        matched = self._filtered(name, state, predicate)
         images = [(F.expr(resolved[c.name]) if c.name in resolved else F.col(quote(c.name)))
                   .cast(c.data_type).alias(c.name) for c in schema.columns]
         try:
+            # A row the update leaves as it was is not changed: no tombstone, no new image (SPEC 4).
+            matched = self._filtered(name, state, predicate).filter(
+                differs([(F.expr(resolved[c.name]).cast(c.data_type), F.col(quote(c.name)), c.data_type)
+                          for c in schema.columns if c.name in resolved]))
             new_rows = matched.select(*images, F.col(ROW_FILE).alias(PREV_FILE), F.col(ROW_POS).alias(PREV_POS))
         except PySparkException as exc:
             raise errors.InvalidArgument(f"update of '{name}' is not valid: {_first_line(exc)}") from None
@@ -602,7 +607,7 @@ class Transaction:
                                        tombstones=state.tombstones + (tombstone.id,)))
         self._record("table", state.id, name, "update", seq=seq, predicate=predicate, set=dict(resolved),
                      tombstones_added=[tombstone.id], segments_added=[s.id for s in segments],
-                     segments_touched=list(tombstone.target_segments), rows=tombstone.row_count)
+                     segments_touched=first_written_in(tombstone), rows=tombstone.row_count)
         return tombstone.row_count
 
     def upsert(self, name: str, df: DataFrame, key: list[str] | None = None) -> None:
@@ -615,24 +620,76 @@ class Transaction:
         resolved = self._resolve_columns(name, schema, key)
         rows = self.conform(name, state, df)
         seq = self._seq()
-        # The new rows first: the key checks and the tombstone then read the written segment, not the query.
-        segments, written = self._write_checked(name, state, rows, seq, "data", key=resolved, key_word="key")
-        try:
+        # The new rows first: the key checks and the comparison then read the written segment, not the query.
+        staged, written = self._write_checked(name, state, rows, seq, "data", key=resolved, key_word="key")
+        if not state.segments:
+            segments, tombstone = staged, None
+        else:
+            # Only the keys it writes: their current rows, compared by value with the new ones.
             matched = (self.reader.read(state, with_row_ids=True)
-                       .join(written.select(*[quote(k) for k in resolved]), resolved, "left_semi")
-                       if state.segments else None)
-            tombstone = self._tombstone(name, state, matched, seq) if matched is not None else None
-        except BaseException:
-            self.lakehouse.writer.discard_segments(segments)
-            raise
+                       .join(written.select(*[quote(k) for k in resolved]), resolved, "left_semi"))
+            changed = self._write_difference(state, matched, written, staged, seq)
+            if changed is None:  # values that cannot be compared: every matched row is replaced
+                changed = staged, self._discarding(staged, lambda: self._tombstone(name, state, matched, seq))
+            segments, tombstone = changed
         self.ns.add_segments(segments)
         tombstones = state.tombstones + ((tombstone.id,) if tombstone else ())
         self.ns.put_table(state.evolve(segments=state.segments + tuple(s.id for s in segments),
                                        tombstones=tombstones))
         if tombstone is not None:
             self._record("table", state.id, name, "update", seq=seq, key=resolved, tombstones_added=[tombstone.id],
-                         segments_touched=list(tombstone.target_segments), rows=tombstone.row_count)
-        self._record("table", state.id, name, "insert", seq=seq, segments_added=[s.id for s in segments])
+                         segments_touched=first_written_in(tombstone), rows=tombstone.row_count)
+        if segments:
+            self._record("table", state.id, name, "insert", seq=seq, segments_added=[s.id for s in segments])
+
+    def _discarding(self, staged: list, action):
+        """Run `action`; if it fails, delete the files of `staged` (segments no commit will reference)."""
+        try:
+            return action()
+        except BaseException:
+            self.lakehouse.writer.discard_segments(staged)
+            raise
+
+    def _write_difference(self, state: TableState, old: DataFrame, written: DataFrame, staged: list, seq: int):
+        """Stage only what replacing `old` (rows with ids) by `written` (the rows of the `staged` segments)
+        changes: a tombstone of the old rows without an identical new row, a segment of the new rows without
+        an identical old row (the staged segments themselves when every new row is one). Rows both hold stay
+        as they are: no tombstone, no new row, no change in the feed. Returns (segments, tombstone or None),
+        or None, with nothing staged, when the rows cannot be compared by value."""
+        schema = self._schema(state)
+        writer, fault = self.lakehouse.writer, self.lakehouse.fault
+
+        def stage():
+            changed = difference(old, written, [c.name for c in schema.columns])
+            if changed is None:
+                return None
+            changed = changed.localCheckpoint()  # change-sized: read by the counts and both writes
+            try:
+                # One small row per touched data file (metadata): the tombstone needs no read-back.
+                stats = changed.groupBy(SIDE, SEGMENT_COLUMN, ROW_FILE).count().collect()
+                removed = [r for r in stats if r[SIDE] == OLD]
+                added = sum(r["count"] for r in stats if r[SIDE] == NEW)
+                tombstone = None
+                if removed:
+                    summary = TombstoneSummary(sum(r["count"] for r in removed),
+                                               frozenset(r[SEGMENT_COLUMN] for r in removed),
+                                               frozenset(r[ROW_FILE] for r in removed))
+                    tombstone = writer.write_tombstone(state, schema, changed.filter(F.col(SIDE) == OLD), seq,
+                                                       fault=fault, summary=summary)
+                    self.ns.add_tombstone(tombstone)
+                if added and added == written.count():
+                    return staged, tombstone
+                writer.discard_segments(staged)
+                segments = []
+                if added:
+                    segments = writer.write_segments(
+                        state, schema, changed.filter(F.col(SIDE) == NEW).select(*[quote(c.name) for c in schema.columns]),
+                        seq, "data", fault=fault)
+                return segments, tombstone
+            finally:
+                changed.unpersist()
+
+        return self._discarding(staged, stage)
 
     def overwrite(self, name: str, df: DataFrame, partitions=None, key_checked: bool = False) -> None:
         """Replace the whole table, or only some partitions (a {column: [values]} mapping, or "dynamic":
@@ -640,11 +697,40 @@ class Transaction:
         state = self._writable_table(name)
         rows = self.conform(name, state, df)
         if partitions is None:
-            self._replace_rows(name, state, rows, "data", "overwrite", check=True, key_checked=key_checked)
+            self._overwrite_whole(name, state, rows, key_checked)
             return
         self._check_rows(name, state, self._schema(state), rows, list(state.primary_key), "primary key", False,
                          key_checked)
         self._overwrite_partitions(name, state, rows, partitions)
+
+    def _overwrite_whole(self, name: str, state: TableState, rows: DataFrame, key_checked: bool) -> None:
+        """Replace every row, recorded as what the overwrite changed (SPEC 3.3, 4): a tombstone of the rows it
+        removed and a segment of the rows it added, as multisets against the table it replaced. A rebuild that
+        reproduces most rows changes only the others."""
+        seq = self._seq()
+        staged, written = self._write_checked(name, state, rows, seq, "data", key=state.primary_key,
+                                              key_checked=key_checked)
+        if state.segments:
+            changed = self._write_difference(state, self.reader.read(state, with_row_ids=True), written, staged, seq)
+        else:  # an empty table: every new row is added
+            changed = staged, None
+        if changed is None:  # values that cannot be compared: the new rows replace the table's segments
+            self.ns.add_segments(staged)
+            self.ns.put_table(state.evolve(segments=tuple(s.id for s in staged), tombstones=()))
+            self._record("table", state.id, name, "overwrite", seq=seq, segments_added=[s.id for s in staged],
+                         segments_removed=list(state.segments), tombstones_removed=list(state.tombstones))
+            return
+        segments, tombstone = changed
+        if not segments and tombstone is None:
+            return  # the same rows: nothing changed
+        self.ns.add_segments(segments)
+        self.ns.put_table(state.evolve(segments=state.segments + tuple(s.id for s in segments),
+                                       tombstones=state.tombstones + ((tombstone.id,) if tombstone else ())))
+        self._record("table", state.id, name, "overwrite", seq=seq, difference=True,
+                     segments_added=[s.id for s in segments],
+                     tombstones_added=[tombstone.id] if tombstone else [],
+                     segments_touched=first_written_in(tombstone) if tombstone else [],
+                     rows=tombstone.row_count if tombstone else 0)
 
     def _replace_rows(self, name: str, state: TableState, rows: DataFrame, kind: str, op: str,
                       check: bool = False, key_checked: bool = False) -> None:

@@ -62,14 +62,16 @@ def base_rows(deleted: dict[str, DataFrame], columns: list[str], contested: dict
         rows.select(F.lit(side).alias("_bs_side"), row_struct(columns).alias("_bs_row"),
                     F.col(SEGMENT_COLUMN), F.col(ROW_FILE), F.col(ROW_POS), F.col(TOMB_SEQ))
         for side, rows in deleted.items()])
-    in_contest = tagged.filter(F.col(SEGMENT_COLUMN).isin(segments)).select(*IDENTITY).distinct()
+    # A row's segment is the one it was first written to (its file's first directory): compaction keeps it.
+    first_written = F.substring_index(F.col(ROW_FILE), "/", 1)
+    in_contest = tagged.filter(first_written.isin(segments)).select(*IDENTITY).distinct()
     if dead_at_base is not None:
         in_contest = in_contest.join(dead_at_base, IDENTITY, "left_anti")
     # The earliest deletion holds the base image (a later one may be of the row read after a schema change).
     return (tagged.join(in_contest, IDENTITY, "left_semi")
             .groupBy(*IDENTITY)
             .agg(F.min_by("_bs_row", TOMB_SEQ).alias("b"),
-                 F.max(F.when(F.col(SEGMENT_COLUMN).isin(segments), F.col(SEGMENT_COLUMN))).alias(ROW_SEGMENT),
+                 F.max(first_written).alias(ROW_SEGMENT),
                  F.max(F.col("_bs_side") == "s").alias("_bs_s_deleted"),
                  F.max(F.col("_bs_side") == "d").alias("_bs_d_deleted")))
 

@@ -26,12 +26,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import reduce
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from ..catalog.state import Schema, SegmentInfo, TableState
 from ..storage.layout import SEGMENT_COLUMN
-from ..storage.writer import TombstoneSummary
+from ..storage.difference import comparable_columns
+from ..storage.writer import TombstoneSummary, first_written_in
 from ..storage.reader import (
     PREV_FILE,
     PREV_POS,
@@ -49,7 +50,7 @@ from . import contested as contested_rows
 from .conflict_tables import KEEP, MERGED, apply_resolutions
 from .drivers import driver_outputs
 from .report import Conflict
-from .sides import ObjectChanges
+from .sides import ObjectChanges, rows_merge_by_count
 
 IDENTITY = [ROW_FILE, ROW_POS]
 _SHOWN_KEYS = 20  # conflicting keys listed in a report; the count covers all of them
@@ -191,11 +192,18 @@ class DataMerger:
             if already is not None:
                 doomed = doomed.join(already.select(*IDENTITY), IDENTITY, "left_anti")  # A2: deleted once
             doomed = doomed.dropDuplicates(IDENTITY).select(*_tombstone_columns(inputs))
-        if dest.segments_removed and shared:
-            stale = self._stale_update_images(inputs, shared, self._groups(dest.segments_removed))
+        stale = None
+        if shared and (dest.segments_removed or dest.overwrite_tombstones):
+            stale = self._stale_update_images(inputs, shared, self._groups(dest.segments_removed),
+                                              self._overwritten_rows(inputs, dest))
             if stale is not None:
                 stale = stale.select(*_tombstone_columns(inputs))
                 doomed = stale if doomed is None else doomed.unionByName(stale)
+        if rows_merge_by_count(src, dest):
+            doomed = self._count_merge(inputs, src_added, doomed, stale, carried_groups)
+        if doomed is not None:
+            located = self._on_dest(plan.keep_segments + plan.add_segments, F.col(SEGMENT_COLUMN), F.col(ROW_FILE))
+            doomed = doomed.withColumn(SEGMENT_COLUMN, located)
         plan.doomed = doomed
         if contested:
             self._decide_contested(inputs, plan, contested, prefer, driver, resolutions)
@@ -241,7 +249,7 @@ class DataMerger:
         one again (a merge of a branch that deleted it before the base). Only the base's tombstones of
         those segments are read."""
         segments = set().union(*contested.values())
-        earlier = [t for t in self.lookup.tombstone_infos(inputs.base.tombstones) if segments & set(t.target_segments)]
+        earlier = [t for t in self.lookup.tombstone_infos(inputs.base.tombstones) if segments & set(first_written_in(t))]
         if not earlier:
             return None
         return self.reader.read_tombstones(inputs.base, earlier, inputs.schema).select(*IDENTITY)
@@ -257,14 +265,27 @@ class DataMerger:
         live = self._new_rows(inputs, state, {segment_group(s) for s in updates})
         return contested_rows.current_images(live, lineage, columns, side)
 
-    def _stale_update_images(self, inputs: TableInputs, shared: list[str], overwritten: set[str]) -> DataFrame | None:
-        """A4: src's update images of rows that dest overwrote, following chains of updates."""
+    def _overwritten_rows(self, inputs: TableInputs, changes: ObjectChanges) -> DataFrame | None:
+        """Identities of the base rows a side's overwrites (recorded by difference) removed."""
+        tombstones = self.lookup.tombstone_infos(list(dict.fromkeys(changes.overwrite_tombstones)))
+        if not tombstones:
+            return None
+        return self.reader.read_tombstones(inputs.base.evolve(primary_key=()), tombstones, inputs.schema).select(*IDENTITY)
+
+    def _stale_update_images(self, inputs: TableInputs, shared: list[str], overwritten: set[str],
+                             overwritten_rows: DataFrame | None = None) -> DataFrame | None:
+        """A4: src's update images of rows that dest overwrote (in `overwritten` segment groups, or among
+        `overwritten_rows` identities), following chains of updates."""
         updates = [s for s in self.lookup.segment_infos(shared) if s.kind == "update"]
         if not updates:
             return None
         # Every image ever written (live or replaced since), with the row it replaced.
         replaced = self._prev_identity(updates)
-        stale = replaced.filter(F.substring_index(F.col(PREV_FILE), "/", 1).isin(sorted(overwritten))).select(*IDENTITY)
+        stale = replaced.filter(F.substring_index(F.col(PREV_FILE), "/", 1).isin(sorted(overwritten)))
+        if overwritten_rows is not None:
+            roots = overwritten_rows.select(F.col(ROW_FILE).alias(PREV_FILE), F.col(ROW_POS).alias(PREV_POS))
+            stale = stale.unionByName(replaced.join(roots, [PREV_FILE, PREV_POS], "left_semi"))
+        stale = stale.select(*IDENTITY)
         frontier = stale
         for _ in range(len(updates)):  # each round follows one more update of an update
             frontier = replaced.join(frontier.select(F.col(ROW_FILE).alias(PREV_FILE), F.col(ROW_POS).alias(PREV_POS)),
@@ -272,6 +293,73 @@ class DataMerger:
             stale = stale.unionByName(frontier)
         live = self._read(inputs, inputs.src, [s.id for s in updates])
         return live.join(stale.distinct(), IDENTITY, "left_semi")
+
+    def _count_merge(self, inputs: TableInputs, src_added: set[str], doomed: DataFrame | None,
+                     stale: DataFrame | None, carried: set[str]) -> DataFrame | None:
+        """SPEC 3.3 on a keyless table an overwrite touched: rows have no identity across an overwrite, so each
+        distinct row's count merges three-way. Per distinct row, src's net change ds (its live new rows less
+        the base rows it deleted) and dest's dd: dest gains ds, except where dd == ds (the same change, taken
+        once). The identity merge planned so far (src's new rows shared, src's deletions of rows still live
+        on dest in `doomed`) is corrected to that: fewer of src's new rows, more or fewer deletions. Every
+        frame here holds only rows the sides wrote or deleted since the base."""
+        columns = [c.name for c in inputs.schema.columns]
+        dest_added = self._added_groups(inputs, inputs.dest_changes)
+        parts = []
+        src_new = self._new_rows(inputs, inputs.src, src_added - carried)
+        if stale is not None:
+            src_new = src_new.join(stale.select(*IDENTITY), IDENTITY, "left_anti")  # A4: dropped already
+        parts.append(src_new.select(*_tombstone_columns(inputs), F.lit("sa").alias("_bs_tag")))
+        parts.append(self._new_rows(inputs, inputs.dest, dest_added).select(*_tombstone_columns(inputs),
+                                                                             F.lit("da").alias("_bs_tag")))
+        deleted = {}
+        for tag, state, changes, own in (("sd", inputs.src, inputs.src_changes, src_added),
+                                         ("dd", inputs.dest, inputs.dest_changes, dest_added)):
+            rows = self._deleted_rows(inputs, state, changes)
+            if rows is not None:
+                # Base rows only: a row the side wrote and deleted again is no change of it.
+                rows = (rows.filter(~self._origin().isin(sorted(own))) if own else rows).dropDuplicates(IDENTITY)
+                deleted[tag] = rows.select(*_tombstone_columns(inputs))
+        if "sd" in deleted:
+            dead = deleted["dd"].select(*IDENTITY, F.lit(True).alias("_bs_dead")) if "dd" in deleted else None
+            src_deleted = deleted["sd"]
+            src_deleted = (src_deleted.join(dead, IDENTITY, "left").fillna(False, ["_bs_dead"]) if dead is not None
+                           else src_deleted.withColumn("_bs_dead", F.lit(False)))
+            parts.append(src_deleted.withColumn("_bs_tag", F.when(F.col("_bs_dead"), "sd_dead").otherwise("sd"))
+                         .drop("_bs_dead"))
+        if "dd" in deleted:
+            parts.append(deleted["dd"].withColumn("_bs_tag", F.lit("dd")))
+        events = reduce(DataFrame.unionByName, parts)
+        values = comparable_columns(events.schema, columns)
+        if values is None:
+            return doomed  # values that cannot be compared: the identity merge stands
+        per_row = Window.partitionBy(*values)
+        per_tag = Window.partitionBy(*values, "_bs_tag").orderBy(*IDENTITY)
+
+        def count(*tags):
+            return F.sum(F.col("_bs_tag").isin(*tags).cast("long")).over(per_row)
+
+        n_sa, n_da, n_dd = count("sa"), count("da"), count("dd")
+        n_sd_live, n_sd = count("sd"), count("sd", "sd_dead")
+        ds, dd = n_sa - n_sd, n_da - n_dd
+        wanted = F.when(ds == dd, F.lit(0)).otherwise(ds)
+        excess = (n_sa - n_sd_live) - wanted  # what the identity merge adds beyond the wanted change
+        rank = F.row_number().over(per_tag)
+        tag = F.col("_bs_tag")
+        decided = events.select("*", excess.alias("_bs_excess"), n_sa.alias("_bs_n_sa"), rank.alias("_bs_rank"))
+        excess_c, n_sa_c, rank_c = F.col("_bs_excess"), F.col("_bs_n_sa"), F.col("_bs_rank")
+        # Too many: take back src's new rows first, then delete dest's own new copies.
+        unadd = (tag == "sa") & (rank_c <= F.least(excess_c, n_sa_c))
+        extra = (tag == "da") & (rank_c <= excess_c - n_sa_c)
+        # Too few: keep some of the base rows src deleted.
+        kept = (tag == "sd") & (rank_c <= -excess_c)
+        decided = decided.filter(unadd | extra | kept).localCheckpoint()
+        more = decided.filter(F.col("_bs_tag") != "sd").select(*_tombstone_columns(inputs))
+        spared = decided.filter(F.col("_bs_tag") == "sd").select(*IDENTITY)
+        if doomed is not None:
+            doomed = doomed.join(spared, IDENTITY, "left_anti").unionByName(more)
+        else:
+            doomed = more
+        return doomed.dropDuplicates(IDENTITY)
 
     def _prev_identity(self, updates: list[SegmentInfo]) -> DataFrame:
         """(identity, identity of the row it replaced) for the rows of update segments."""
@@ -305,12 +393,18 @@ class DataMerger:
                 older = ~self._origin().isin(sorted(written)) if written else F.lit(True)
                 parts.append(_tagged(gone, keys, row_columns, side, "gone", TOMB_SEQ, older))
         events = reduce(DataFrame.unionByName, parts)
+        # What a side changed is decided by values (SPEC 3.4): its row for the key now (the base row where it
+        # wrote nothing for the key) against the base row, absence included.
+        same_as_base = {side: _same_values(side, "b", [c.name for c in inputs.schema.columns]) for side in "sd"}
         grouped = (events.groupBy(*[quote(k) for k in keys]).agg(
             F.expr(_final_row("s")).alias("s"),
             F.expr(_final_row("d")).alias("d"),
             F.expr("first(CASE WHEN _bs_base THEN _bs_row END, true)").alias("b"),
-            F.expr("max(_bs_side = 's')").alias("s_touched"),
-            F.expr("max(_bs_side = 'd')").alias("d_touched"))
+            F.expr("max(_bs_side = 's')").alias("s_wrote"),
+            F.expr("max(_bs_side = 'd')").alias("d_wrote"))
+            .selectExpr(*[quote(k) for k in keys], "b",
+                        "CASE WHEN s_wrote THEN s ELSE b END AS s", "CASE WHEN d_wrote THEN d ELSE b END AS d")
+            .selectExpr("*", f"NOT ({same_as_base['s']}) AS s_touched", f"NOT ({same_as_base['d']}) AS d_touched")
             .filter("s_touched"))  # keys only dest changed stay as dest has them
         s_in, d_in, b_in = (F.col(p).isNotNull() for p in "sdb")
         both = F.col("d_touched")
@@ -385,27 +479,24 @@ class DataMerger:
         decided = decided.cache()
         plan = DataPlan(keep_segments=list(inputs.dest.segments), tombstones=list(inputs.dest.tombstones),
                         cached=[decided], decided=decided, relation_keys=keys, relation_values=values)
-        # Doomed on dest: the row dest holds for every key the merge rewrites (the base row where only
-        # src changed the key, dest's own row where both did).
-        doomed_here = F.when(both, d_in).otherwise(b_in)
-        current = F.when(both, F.col("d")).otherwise(F.col("b"))
-        # Where dest holds that row: a base row's image comes from src, which may hold it in its own
+        # Doomed on dest: the row dest holds for every key the merge rewrites, unless it already holds the
+        # merged row (the same change on both sides): then the key is no change at all.
+        unchanged = F.coalesce(F.col(KEEP), F.lit(False)) & d_in & F.expr(
+            _same_values(MERGED, "d", [c.name for c in inputs.schema.columns]))
+        doomed_here = d_in & ~unchanged
+        written_here = F.coalesce(F.col(KEEP), F.lit(False)) & ~unchanged
+        current = F.col("d")
+        # Where dest holds that row (_on_dest): a base row's image comes from src, which may hold it in its own
         # compaction; a row keeps its identity, whose file names the segment it was first written to. The
         # tombstone then names a segment of dest (what `branch_changes` locates deletions by). A base row
         # in neither is in a segment dest rewrote it into (its compaction): dest did not change the key,
         # so the row is live there, and the latest such segment stands for where.
-        dest_infos = self.lookup.segment_infos(list(inputs.dest.segments))
-        dest_groups = sorted({segment_group(s) for s in dest_infos})
-        rewritten = sorted({segment_group(s) for s in dest_infos if s.kind in STORED_IDENTITY_KINDS})
-        origin = F.substring_index(current[ROW_FILE], "/", 1)
-        segment = (F.when(current[SEGMENT_COLUMN].isin(dest_groups), current[SEGMENT_COLUMN])
-                   .when(origin.isin(dest_groups), origin)
-                   .otherwise(F.lit(rewritten[-1]) if rewritten else current[SEGMENT_COLUMN]))
+        segment = self._on_dest(inputs.dest.segments, current[SEGMENT_COLUMN], current[ROW_FILE])
         # One job counts everything the write needs: conflicts, rows to write, and what the tombstone
         # touches (one small struct per data file: metadata), so no output is read back.
         stats = decided.agg(
             F.count(F.when(F.col("_bs_rule").isNotNull(), 1)).alias("conflicts"),
-            F.count(F.when(F.coalesce(F.col(KEEP), F.lit(False)), 1)).alias("kept"),
+            F.count(F.when(written_here, 1)).alias("kept"),
             F.count(F.when(doomed_here, 1)).alias("doomed"),
             F.collect_set(F.when(doomed_here, F.struct(segment.alias("segment"),
                                                        current[ROW_FILE].alias("file")))).alias("touched"),
@@ -424,12 +515,23 @@ class DataMerger:
                 plan.conflicts.append(Conflict("table", inputs.name, _ops(inputs.src_changes),
                                                _ops(inputs.dest_changes), rule_name, "; ".join(listed) + more))
         # Sized by the counts: a small merge writes one file of each kind, not one per shuffle partition.
-        plan.new_rows = (decided.filter(F.coalesce(F.col(KEEP), F.lit(False))).select(f"{MERGED}.*")
+        plan.new_rows = (decided.filter(written_here).select(f"{MERGED}.*")
                          .coalesce(_files_for(stats["kept"])))
         plan.doomed = (decided.filter(doomed_here).select(*[(segment if c == SEGMENT_COLUMN else current[c]).alias(c)
                                                             for c in row_columns])
                        .coalesce(_files_for(stats["doomed"])))
         return plan
+
+    def _on_dest(self, segment_ids, segment, row_file):
+        """The segment group a row lives in on dest (of `segment_ids`), which the merge's tombstone names (what
+        `branch_changes` locates deletions by): the group it was read in, else the one it was first written
+        to, else (dest compacted it) dest's latest segment that stores row identities."""
+        infos = self.lookup.segment_infos(list(segment_ids))
+        groups = sorted({segment_group(s) for s in infos})
+        rewritten = sorted({segment_group(s) for s in infos if s.kind in STORED_IDENTITY_KINDS})
+        origin = F.substring_index(row_file, "/", 1)
+        return (F.when(segment.isin(groups), segment).when(origin.isin(groups), origin)
+                .otherwise(F.lit(rewritten[-1]) if rewritten else segment))
 
     def _shareable(self, inputs: TableInputs) -> bool:
         """Whether src's changes can join dest as they are, once no key was changed by both sides.
@@ -439,7 +541,7 @@ class DataMerger:
         and compactions replace segments instead (their rows are not src's changes alone), and a new
         primary key changes what a tombstone's key means."""
         sides = (inputs.src_changes, inputs.dest_changes)
-        if any(changes.ops & {"overwrite", "compaction", "alter primary key"} for changes in sides):
+        if any(changes.segments_removed or changes.ops & {"compaction", "alter primary key"} for changes in sides):
             return False
         if not inputs.base.primary_key == inputs.src.primary_key == inputs.dest.primary_key:
             return False
@@ -499,6 +601,12 @@ def _final_row(side: str) -> str:
     written = f"CASE WHEN _bs_side = '{side}' AND _bs_kind = 'row' THEN _bs_seq END"
     deleted = f"CASE WHEN _bs_side = '{side}' AND _bs_kind = 'gone' THEN _bs_seq END"
     return f"CASE WHEN max({written}) >= coalesce(max({deleted}), -1) THEN max_by(_bs_row, {written}) END"
+
+
+def _same_values(left: str, right: str, columns: list[str]) -> str:
+    """SQL: structs `left` and `right` are both absent, or both present with the same `columns` values."""
+    values = " AND ".join(f"{left}.{quote(c)} <=> {right}.{quote(c)}" for c in columns) or "true"
+    return f"({left} IS NULL AND {right} IS NULL OR {left} IS NOT NULL AND {right} IS NOT NULL AND {values})"
 
 
 def _tombstone_columns(inputs: TableInputs) -> list[str]:

@@ -19,6 +19,7 @@ from .. import errors
 from ..catalog.namespace import Namespace
 from ..catalog.state import Schema, TableState
 from ..storage.reader import TableReader
+from ..storage.writer import first_written_in
 from ..transaction import Transaction
 from .base import merge_base
 from .conflict_tables import schema_row
@@ -28,7 +29,7 @@ from .drivers import drivers_for
 from .report import Conflict, MergeResult, Outcome, conflict_message
 from .rules import DATABASE_MATRIX, TABLE_DML, TABLE_MATRIX, matrix_ops
 from .schema import merge_schemas
-from .sides import ObjectChanges, side_since
+from .sides import ObjectChanges, rows_merge_by_count, side_since
 
 if TYPE_CHECKING:
     from ..lakehouse import Lakehouse
@@ -313,16 +314,19 @@ class ThreeWayMerge:
         driver = drivers_for(self.drivers, name)
         # A keyless table's A1/A3 conflicts are decided row by row where a paused merge can show them or a
         # driver can settle them; after a whole overwrite on src there are no rows of the base left to pair.
-        by_row = not keyed and (self.keyless_rows or driver is not None) and not src_changes.whole_overwrite
-        contested = contested_segments(src_changes, dest_changes) if by_row else {}
+        # on_conflict settles only the rows that conflict, so it too decides them one by one.
+        by_row = (not keyed and (self.keyless_rows or driver is not None or prefer is not None)
+                  and not src_changes.whole_overwrite)
+        by_count = not keyed and rows_merge_by_count(src_changes, dest_changes)
+        contested = contested_segments(src_changes, dest_changes) if by_row and not by_count else {}
         conflicts: list[Conflict] = []
         for src_op in sorted(matrix_ops(src_changes.ops)):
             for dest_op in sorted(matrix_ops(dest_changes.ops)):
                 if keyed and src_op in TABLE_DML and dest_op in TABLE_DML:
                     continue  # decided per key below
                 rule, involved = self._table_cell(src_op, dest_op, base, src, dest, src_changes, dest_changes)
-                if rule in ("A1", "A3") and by_row:
-                    continue  # decided per row below
+                if rule in ("A1", "A3") and (by_row or by_count):
+                    continue  # decided per row below, or no segment is shared across an overwrite
                 if rule:
                     conflicts.append(Conflict("table", name, src_op, dest_op, rule, involved))
         src_wrote = bool(src_changes.ops & {"insert", "update", "overwrite"})
@@ -339,9 +343,6 @@ class ThreeWayMerge:
             return
         result.resolved += conflicts
         if not self.plan_data:
-            return
-        if conflicts and prefer == "ours" and not keyed:
-            result.outcomes.append(Outcome("table", name, "kept (ours)"))
             return
         # Attributes: a side's change wins over the base; where both changed, src's is replayed last.
         props = _merge_properties(base.properties, src.properties, dest.properties)
@@ -364,10 +365,8 @@ class ThreeWayMerge:
             ops.append(("alter column", {"action": "merge"}))
         data = None
         src_dml = src_changes.ops & set(TABLE_DML)
-        if src_dml and conflicts and prefer == "theirs" and not keyed:
-            # theirs on a keyless table: src's rows, as they are on src
-            state = state.evolve(segments=src.segments, tombstones=src.tombstones)
-        elif src_dml and not dest_changes.ops & set(TABLE_DML):
+        # An operation-pair conflict (no row contested) settled by ours or theirs: the rows merge by the rules.
+        if src_dml and not dest_changes.ops & set(TABLE_DML):
             # dest's rows are the base's: src's version of the data is the merged one, as it is.
             state = state.evolve(segments=src.segments, tombstones=src.tombstones)
         elif src_dml:
@@ -449,7 +448,7 @@ class ThreeWayMerge:
             if tombstone is not None:
                 self.ns.add_tombstone(tombstone)
                 new_tombstones = [tombstone.id]
-                touched = list(tombstone.target_segments)
+                touched = first_written_in(tombstone)
             history = list(state.schema_history)
             listed = {entry["schema_id"] for entry in history}
             # Schema versions src wrote rows under stay readable, out of sight; the merged one is shown.

@@ -93,10 +93,17 @@ def _three_way_column(base: Column | None, src: Column, dest: Column, conflict) 
                      aliases=tuple(sorted(set(dest.aliases) | set(src.aliases) | ({src.id} - {dest.id}))))
     if src.type_json != dest.type_json:
         original = base.type_json if base else None
+        src_altered = base is None or src.type_json != original or any(
+            getattr(src, a) != getattr(base, a) for a in ("name", "nullable", "default"))
         if dest.type_json == original:
             result = replace(result, type_json=src.type_json)
-        elif src.type_json != original:
-            result = _wider_type(result, src, dest, conflict, f"{src.type} on src, {dest.type} on dest")
+        elif src_altered:
+            # Both altered the column and src's final schema becomes dest's (A6.1): src's type must be the
+            # wider one, else the merge would narrow dest's column.
+            wider = wider_of(src.data_type, dest.data_type)
+            src_wider = wider is not None and wider.json() == src.type_json
+            if src_wider or not conflict(dest.name, "A6.1", f"{src.type} on src, {dest.type} on dest"):
+                result = replace(result, type_json=src.type_json)
     return result
 
 

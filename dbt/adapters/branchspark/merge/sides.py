@@ -25,7 +25,19 @@ class ObjectChanges:
     tombstones_added: list[str] = field(default_factory=list)
     touched: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))  # op -> segment groups
     overwritten_partitions: list[dict] = field(default_factory=list)  # {columns, partitions} per partial overwrite
-    whole_overwrite: bool = False
+    whole_overwrite: bool = False  # an overwrite that replaced every segment (catalogs before overwrites by difference)
+    overwrite_tombstones: list[str] = field(default_factory=list)  # the rows its overwrites removed (by difference)
+
+    @property
+    def overwrote(self) -> bool:
+        return "overwrite" in self.ops
+
+
+def rows_merge_by_count(src: ObjectChanges, dest: ObjectChanges) -> bool:
+    """SPEC 3.3: a keyless table a side overwrote since the base (recorded by difference) merges each distinct
+    row's count three-way, rows having no identity across an overwrite; A1/A3 (same segment) do not apply."""
+    return (src.overwrote or dest.overwrote) and not (src.segments_removed or dest.segments_removed
+                                                      or src.whole_overwrite or dest.whole_overwrite)
 
 
 @dataclass
@@ -60,7 +72,9 @@ def side_since(store: CatalogStore, head: str, base: str) -> Side:
             changes.tombstones_added += detail.get("tombstones_added", [])
             if op.op in ("update", "delete"):
                 changes.touched[op.op].update(detail.get("segments_touched", []))
-            if op.op == "overwrite":
+            if op.op == "overwrite" and detail.get("difference"):
+                changes.overwrite_tombstones += detail.get("tombstones_added", [])
+            elif op.op == "overwrite":
                 changes.segments_removed.update(detail.get("segments_removed", []))
                 if "partitions" in detail:
                     changes.overwritten_partitions.append({"columns": detail.get("partition_columns", []),

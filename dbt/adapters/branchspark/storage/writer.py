@@ -96,6 +96,12 @@ class SegmentWriter:
                              tuple(sorted(summary.segments)), tuple(sorted(summary.files)))
 
 
+def first_written_in(tombstone: TombstoneInfo) -> list[str]:
+    """The segment groups the rows a tombstone deletes were first written to (their row-id file names start
+    with it): "the same segment" of SPEC 3.3 A1/A3, which compaction does not change."""
+    return sorted({name.split("/", 1)[0] for name in tombstone.target_files}) or list(tombstone.target_segments)
+
+
 def _partition_values(suffix: str) -> dict:
     values = {}
     for part in suffix.strip("/").split("/"):

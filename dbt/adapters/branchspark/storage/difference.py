@@ -1,0 +1,87 @@
+"""The multiset difference between rows a write replaces and the rows it brings (SPEC 3.3, 4).
+
+A write that replaces rows (an overwrite, an upsert) changes only the rows whose values differ: an
+old row with an identical new row is paired with it and stays as it is (its identity too); the other
+old rows are removed and the other new rows added. Identical rows pair one to one, so duplicates
+count (on keyless tables a row's count is what changes). On a keyed table rows are unique per key,
+so this is the per-key comparison of values.
+
+One shuffle on the rows' values, in Spark; the result holds only the changed rows.
+"""
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from .layout import SEGMENT_COLUMN
+from .reader import ROW_FILE, ROW_ID_COLUMNS, ROW_POS, quote
+
+SIDE = "_bs_side"  # 0: an old row the write removes; 1: a new row it adds
+OLD, NEW = 0, 1
+_RANK, _OLD_COUNT, _NEW_COUNT = "_bs_rank", "_bs_old_n", "_bs_new_n"
+
+
+def _orderable(data_type: T.DataType) -> bool:
+    if isinstance(data_type, T.MapType):
+        return False
+    if isinstance(data_type, T.ArrayType):
+        return _orderable(data_type.elementType)
+    if isinstance(data_type, T.StructType):
+        return all(_orderable(f.dataType) for f in data_type.fields)
+    return True
+
+
+def comparable_value(value: Column, data_type: T.DataType) -> Column | None:
+    """`value` in a form Spark can group and compare (a map as its sorted entries); None when it cannot."""
+    if isinstance(data_type, T.MapType):
+        if _orderable(data_type.keyType) and _orderable(data_type.valueType):
+            return F.array_sort(F.map_entries(value))
+        return None
+    return value if _orderable(data_type) else None
+
+
+def comparable(name: str, data_type: T.DataType) -> Column | None:
+    return comparable_value(F.col(quote(name)), data_type)
+
+
+def differs(pairs) -> Column:
+    """Whether any (new value, old value, type) differs, NULLs equal; a value that cannot be compared counts
+    as changed."""
+    condition = F.lit(False)
+    for new, old, data_type in pairs:
+        new, old = comparable_value(new, data_type), comparable_value(old, data_type)
+        if new is None:
+            return F.lit(True)
+        condition = condition | ~new.eqNullSafe(old)
+    return condition
+
+
+def comparable_columns(schema: T.StructType, names: list[str]) -> list[Column] | None:
+    """The comparable forms of `names`, or None when one of them cannot be compared."""
+    columns = [comparable(n, schema[n].dataType) for n in names]
+    return None if any(c is None for c in columns) else columns
+
+
+def difference(old: DataFrame, new: DataFrame, columns: list[str]) -> DataFrame | None:
+    """Rows of `old` (with row ids) and of `new` that the other lacks, as multisets of `columns`' values.
+
+    Returns `columns`, the row-id columns (NULL on new rows) and SIDE; None when a column's type cannot
+    be compared (a map nested in another type), so the caller replaces every row instead."""
+    values = comparable_columns(old.schema, columns)
+    if values is None:
+        return None
+    ids = [F.col(c) for c in ROW_ID_COLUMNS]
+    missing = [F.lit(None).cast(old.schema[c].dataType).alias(c) for c in ROW_ID_COLUMNS]
+    rows = (old.select(*[quote(c) for c in columns], *ids, F.lit(OLD).alias(SIDE))
+            .unionByName(new.select(*[quote(c) for c in columns], *missing, F.lit(NEW).alias(SIDE))))
+    # Old rows rank first within each distinct row; the first new_n old rows and the first old_n new rows
+    # pair up, the rest are the difference.
+    ordered = Window.partitionBy(*values).orderBy(SIDE, SEGMENT_COLUMN, ROW_FILE, ROW_POS)
+    whole = ordered.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
+    ranked = rows.select("*", F.row_number().over(ordered).alias(_RANK),
+                         F.sum(F.lit(1) - F.col(SIDE)).over(whole).alias(_OLD_COUNT),
+                         F.sum(F.col(SIDE)).over(whole).alias(_NEW_COUNT))
+    removed = (F.col(SIDE) == OLD) & (F.col(_RANK) > F.col(_NEW_COUNT))
+    added = (F.col(SIDE) == NEW) & (F.col(_RANK) > 2 * F.col(_OLD_COUNT))
+    return ranked.filter(removed | added).drop(_RANK, _OLD_COUNT, _NEW_COUNT)

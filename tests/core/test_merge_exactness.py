@@ -1,0 +1,272 @@
+"""Merges and change feeds give exactly the rows the rules say (issue 19), and writes that change
+nothing write nothing (issue 24): overwrites merge by their rows, keys are decided by values, and a
+commit lists no row that did not change. Each `test_issue19_case*` is a case the issue reported."""
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from changes_replay import multiset, replay
+from sorted_rows import rows
+
+from dbt.adapters.branchspark import errors
+from dbt.adapters.branchspark.changes import CHANGE_TYPE, DELETE, INSERT, table_changes
+
+ORDERS = "id bigint, status string"
+
+
+def orders(spark, *data):
+    return spark.createDataFrame(list(data), ORDERS)
+
+
+@pytest.fixture
+def seed(lh, spark):
+    """main: shop.orders (id, status) without a key, (1..3, placed); branches a and b."""
+    with lh.transaction("main") as tx:
+        tx.create_database("shop")
+        tx.create_table_as("shop.orders", orders(spark, (1, "placed"), (2, "placed"), (3, "placed")))
+    lh.create_branch("a")
+    lh.create_branch("b")
+    return "shop.orders"
+
+
+@pytest.fixture
+def keyed(lh, spark):
+    """main: shop.k (id, status) with primary key id, (1..3, placed); branches src and dest."""
+    with lh.transaction("main") as tx:
+        tx.create_database("shop")
+        tx.create_table_as("shop.k", orders(spark, (1, "placed"), (2, "placed"), (3, "placed")), primary_key=["id"])
+    lh.create_branch("src")
+    lh.create_branch("dest")
+    return "shop.k"
+
+
+def changes_of_last_commit(lh, table, before, branch="main"):
+    """(deletes, inserts) of the commits after `before` up to `branch`'s head, as sorted row tuples."""
+    feed = table_changes(lh, table, before, branch).collect()
+    width = len(feed[0]) - 4 if feed else 0
+    deletes = sorted(tuple(r)[:width] for r in feed if r[CHANGE_TYPE] == DELETE)
+    inserts = sorted(tuple(r)[:width] for r in feed if r[CHANGE_TYPE] == INSERT)
+    return deletes, inserts
+
+
+def assert_feed_replays(lh, table, before, branch="main"):
+    """Applying the changes after `before` to the rows at `before` gives the rows of `branch`."""
+    start = multiset(lh.read(table, before))
+    feed = table_changes(lh, table, before, branch).collect()
+    width = len(lh.read(table, branch).columns)
+    assert replay(start, feed, width) == +multiset(lh.read(table, branch))
+
+
+# ------------------------------------------------------------------ case 0
+def test_issue19_case0_overwrites_merge_by_rows(lh, spark, seed):
+    lh.branch("a").overwrite(seed, orders(spark, (1, "shipped"), (2, "placed"), (3, "placed")))
+    lh.branch("b").overwrite(seed, orders(spark, (1, "placed"), (2, "placed"), (3, "returned")))
+    lh.merge("a", "main")
+    before = lh.store.get_branch("main").head
+    lh.merge("b", "main")
+    assert rows(lh.read(seed, "main")) == [(1, "shipped"), (2, "placed"), (3, "returned")]
+    assert changes_of_last_commit(lh, seed, before) == ([(3, "placed")], [(3, "returned")])
+    assert_feed_replays(lh, seed, before)
+
+
+def test_issue19_case0_keyed_rebuilds_merge_by_key(lh, spark, keyed):
+    lh.branch("src").overwrite(keyed, orders(spark, (1, "shipped"), (2, "placed"), (3, "placed")))
+    lh.branch("dest").overwrite(keyed, orders(spark, (1, "placed"), (2, "placed"), (3, "returned")))
+    lh.merge("src", "dest")
+    assert rows(lh.read(keyed, "dest")) == [(1, "shipped"), (2, "placed"), (3, "returned")]
+
+
+def test_identical_rebuilds_merge_to_that_rebuild(lh, spark, seed):
+    rebuilt = [(1, "shipped"), (2, "placed"), (4, "new")]
+    lh.branch("a").overwrite(seed, orders(spark, *rebuilt))
+    lh.branch("b").overwrite(seed, orders(spark, *rebuilt))
+    lh.merge("a", "main")
+    lh.merge("b", "main")
+    assert rows(lh.read(seed, "main")) == sorted(rebuilt)
+
+
+def test_keyless_counts_merge_three_way_across_overwrites(lh, spark, seed):
+    # a adds a second copy of row 2; b rebuilds keeping row 2 once and dropping row 3.
+    lh.branch("a").overwrite(seed, orders(spark, (1, "placed"), (2, "placed"), (2, "placed"), (3, "placed")))
+    lh.branch("b").overwrite(seed, orders(spark, (1, "placed"), (2, "placed")))
+    lh.merge("a", "main")
+    before = lh.store.get_branch("main").head
+    lh.merge("b", "main")
+    assert Counter(rows(lh.read(seed, "main"))) == Counter({(1, "placed"): 1, (2, "placed"): 2})
+    assert_feed_replays(lh, seed, before)
+
+
+def test_a4_src_update_of_a_row_dest_rebuilt_away_is_dropped(lh, spark, seed):
+    lh.branch("a").update(seed, "id = 1", {"status": "'shipped'"})
+    lh.branch("b").overwrite(seed, orders(spark, (2, "placed"), (3, "placed"), (4, "placed")))
+    lh.merge("a", "b")
+    assert rows(lh.read(seed, "b")) == [(2, "placed"), (3, "placed"), (4, "placed")]
+
+
+def test_src_update_of_a_row_dest_rebuild_kept_applies(lh, spark, seed):
+    lh.branch("a").update(seed, "id = 2", {"status": "'shipped'"})
+    lh.branch("b").overwrite(seed, orders(spark, (2, "placed"), (3, "placed"), (4, "placed")))
+    lh.merge("a", "b")
+    assert rows(lh.read(seed, "b")) == [(2, "shipped"), (3, "placed"), (4, "placed")]
+
+
+# ------------------------------------------------------------------ case 3
+def test_issue19_case3_rebuild_keeping_a_row_did_not_change_it(lh, spark, keyed):
+    lh.branch("src").overwrite(keyed, orders(spark, (1, "shipped"), (2, "placed"), (3, "placed")))
+    lh.branch("dest").delete(keyed, "id = 2")
+    result = lh.merge("src", "dest")
+    assert result.status == "merged" and not result.resolved
+    assert rows(lh.read(keyed, "dest")) == [(1, "shipped"), (3, "placed")]
+
+
+@pytest.mark.parametrize("on_conflict", ["abort", "theirs"])
+def test_issue19_case3_insert_then_delete_is_no_change(lh, spark, keyed, on_conflict):
+    src = lh.branch("src")
+    src.insert(keyed, orders(spark, (9, "test")))
+    src.delete(keyed, "id = 9")
+    lh.branch("dest").insert(keyed, orders(spark, (9, "kept")))
+    result = lh.merge("src", "dest", on_conflict=on_conflict)
+    assert not result.resolved
+    assert rows(lh.read(keyed, "dest")) == [(1, "placed"), (2, "placed"), (3, "placed"), (9, "kept")]
+
+
+# ------------------------------------------------------------------ case 4
+def test_issue19_case4_the_same_update_on_both_sides_is_one_change(lh, spark, keyed):
+    lh.branch("src").upsert(keyed, orders(spark, (1, "shipped"), (2, "placed")))
+    lh.branch("src").update(keyed, "id = 3", {"status": "'returned'"})
+    lh.branch("dest").update(keyed, "id in (1, 3)", {"status": "CASE id WHEN 1 THEN 'shipped' ELSE 'returned' END"})
+    before = lh.store.get_branch("dest").head
+    lh.merge("src", "dest")
+    assert rows(lh.read(keyed, "dest")) == [(1, "shipped"), (2, "placed"), (3, "returned")]
+    assert changes_of_last_commit(lh, keyed, before, "dest") == ([], [])
+
+
+# ------------------------------------------------------- issue 24: no churn
+def test_issue24_rebuild_changing_k_of_n_rows_reports_k_deletes_and_k_inserts(lh, spark):
+    data = [(i, "placed") for i in range(1, 100)]
+    with lh.transaction("main") as tx:
+        tx.create_database("shop")
+        tx.create_table_as("shop.orders", orders(spark, *data))
+    before = lh.store.get_branch("main").head
+    changed = {7, 19, 33, 50, 71, 98}
+    lh.branch("main").overwrite("shop.orders", orders(spark, *[(i, "shipped" if i in changed else s) for i, s in data]))
+    deletes, inserts = changes_of_last_commit(lh, "shop.orders", before)
+    assert deletes == [(i, "placed") for i in sorted(changed)]
+    assert inserts == [(i, "shipped") for i in sorted(changed)]
+    assert_feed_replays(lh, "shop.orders", before)
+
+
+def test_issue24_rebuild_with_the_same_rows_writes_nothing(lh, spark, keyed):
+    head = lh.store.get_branch("main").head
+    lh.branch("main").overwrite(keyed, orders(spark, (3, "placed"), (1, "placed"), (2, "placed")))
+    assert lh.store.get_branch("main").head == head
+
+
+def test_issue24_reupserting_the_same_rows_leaves_no_tombstones_and_no_changes(lh, spark, keyed):
+    before = lh.store.get_branch("main").head
+    for _ in range(3):
+        lh.branch("main").upsert(keyed, orders(spark, (1, "placed"), (2, "placed"), (3, "placed")))
+    state = lh.snapshot("main").state(keyed)
+    assert state.tombstones == ()
+    assert changes_of_last_commit(lh, keyed, before) == ([], [])
+    lh.branch("main").upsert(keyed, orders(spark, (2, "placed"), (3, "shipped"), (4, "new")))
+    assert changes_of_last_commit(lh, keyed, before) == ([(3, "placed")], [(3, "shipped"), (4, "new")])
+    assert len(lh.snapshot("main").state(keyed).tombstones) == 1
+
+
+# ------------------------------------------------------------------ case 1
+@pytest.fixture
+def events(lh, spark):
+    """main: shop.events (id, status) without a key, rows 1..4 in one segment; branches src and dest."""
+    with lh.transaction("main") as tx:
+        tx.create_database("shop")
+        tx.create_table_as("shop.events", orders(spark, *[(i, "placed") for i in range(1, 5)]))
+    lh.create_branch("src")
+    lh.create_branch("dest")
+    return "shop.events"
+
+
+def merge_outcome(lh, src, dest):
+    """('conflict', rules) or ('merged', rows) of merging src into dest (nothing is written on a conflict)."""
+    head = lh.store.get_branch(dest).head
+    try:
+        lh.merge(src, dest)
+    except errors.MergeConflict as conflict:
+        assert lh.store.get_branch(dest).head == head
+        return "conflict", sorted(c.rule for c in conflict.report.conflicts)
+    return "merged", Counter(rows(lh.read("shop.events", dest)))
+
+
+@pytest.mark.parametrize("compacted", ["src", "both"])
+def test_issue19_case1_compaction_does_not_hide_an_a3_conflict(lh, events, compacted):
+    for side in ("src", "dest") if compacted == "both" else ("src",):
+        lh.branch(side).compact(events)
+    for side in ("src", "dest"):
+        lh.branch(side).update(events, "id = 2", {"status": "'shipped'"})
+    assert merge_outcome(lh, "src", "dest") == ("conflict", ["A3"])
+
+
+def test_issue19_case1_compaction_does_not_hide_an_a1_conflict(lh, events):
+    lh.branch("src").compact(events)
+    lh.branch("src").update(events, "id = 3", {"status": "'shipped'"})
+    lh.branch("dest").delete(events, "id = 3")
+    assert merge_outcome(lh, "src", "dest") == ("conflict", ["A1"])
+
+
+# ------------------------------------------------------------------ case 2
+def test_issue19_case2_changes_of_a_merge_into_a_compacted_table_list_the_deletes(lh, events):
+    lh.branch("dest").compact(events)
+    lh.branch("src").update(events, "id in (1, 2)", {"status": "'shipped'"})
+    before = lh.store.get_branch("dest").head
+    lh.merge("src", "dest")
+    assert rows(lh.read(events, "dest")) == [(1, "shipped"), (2, "shipped"), (3, "placed"), (4, "placed")]
+    assert changes_of_last_commit(lh, events, before, "dest") == ([(1, "placed"), (2, "placed")],
+                                                                   [(1, "shipped"), (2, "shipped")])
+    assert_feed_replays(lh, events, before, "dest")
+
+
+# ------------------------------------------------------------------ case 5
+def test_issue19_case5_ours_on_a_keyless_table_keeps_src_changes_that_do_not_conflict(lh, spark, events):
+    src = lh.branch("src")
+    src.add_column(events, "note", "string")
+    src.insert(events, spark.createDataFrame([(9, "placed", "new")], "id bigint, status string, note string"))
+    src.update(events, "id = 1", {"status": "'shipped'"})
+    lh.branch("dest").update(events, "id = 2", {"status": "'returned'"})  # the same segment: A3
+    result = lh.merge("src", "dest", on_conflict="ours")
+    assert [c.rule for c in result.resolved] == ["A3"]
+    assert rows(lh.read(events, "dest")) == [(1, "placed", None), (2, "returned", None), (3, "placed", None),
+                                             (4, "placed", None), (9, "placed", "new")]
+
+
+def test_theirs_on_a_keyless_table_keeps_dest_changes_that_do_not_conflict(lh, spark, events):
+    lh.branch("src").update(events, "id = 1", {"status": "'shipped'"})
+    dest = lh.branch("dest")
+    dest.update(events, "id = 2", {"status": "'returned'"})
+    dest.insert(events, orders(spark, (8, "dest")))
+    lh.merge("src", "dest", on_conflict="theirs")
+    assert rows(lh.read(events, "dest")) == [(1, "shipped"), (2, "placed"), (3, "placed"), (4, "placed"),
+                                             (8, "dest")]
+
+
+# ------------------------------------------------------------------ A6.1
+def test_a6_1_dest_type_wider_than_src_final_type_conflicts(lh, spark):
+    with lh.transaction("main") as tx:
+        tx.create_database("shop")
+        tx.create_table_as("shop.w", spark.createDataFrame([(1, 1)], "id bigint, n int"))
+    lh.create_branch("src")
+    lh.create_branch("dest")
+    lh.branch("src").set_default("shop.w", "n", "0")  # src alters n, keeping int
+    lh.branch("dest").alter_column_type("shop.w", "n", "bigint")
+    head = lh.store.get_branch("dest").head
+    with pytest.raises(errors.MergeConflict) as raised:
+        lh.merge("src", "dest")
+    assert [(c.object_name, c.rule) for c in raised.value.report.conflicts] == [("shop.w.n", "A6.1")]
+    assert lh.store.get_branch("dest").head == head
+    # src widening past dest is fine: src's final type becomes dest's.
+    lh.create_branch("src2", "main")
+    lh.create_branch("dest2", "main")
+    lh.branch("src2").alter_column_type("shop.w", "n", "bigint")
+    lh.branch("dest2").set_default("shop.w", "n", "0")
+    lh.merge("src2", "dest2")
+    assert {c.name: c.type for c in lh.snapshot("dest2").table("shop.w").columns}["n"] == "bigint"
