@@ -69,8 +69,8 @@ def cases(keyed: bool):
                      st.sampled_from(["ours", "theirs"]))
 
 
-def batches(keyed: bool, size: int):
-    return st.lists(cases(keyed), min_size=1, max_size=size)
+def batches(keyed: bool, min_size: int, max_size: int):
+    return st.lists(cases(keyed), min_size=min_size, max_size=max_size)
 
 
 # ------------------------------------------------------------ from abstract to concrete

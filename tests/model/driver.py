@@ -11,7 +11,7 @@ import json
 import shutil
 import tempfile
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import reduce
 
 from pyspark.sql import functions as F
@@ -301,6 +301,67 @@ def run_batch(spark, cases: list[Case], compact: dict | None = None) -> list[str
         for side in ("src", "dest"):
             batch.play(side, {t.name: getattr(t.case, side) for t in batch.tracked})
         batch.merge_and_check()
+        return batch.problems
+    finally:
+        batch.close()
+
+
+def without_compactions(history: list) -> list:
+    return [op for op in history if op[0] != "compact"]
+
+
+def with_compactions(history: list, positions: list[int]) -> list:
+    out = without_compactions(history)
+    for p in sorted(positions, reverse=True):
+        out.insert(min(p, len(out)), ("compact",))
+    return out
+
+
+def run_compaction_pairs(spark, cases: list[Case], positions: list[dict]) -> list[str]:
+    """The metamorphic test: each case runs twice in one batch, once without any compaction and once with
+    compactions at `positions` ({side: [index]}); both merges must give the same rows, schema and conflicts."""
+    pairs = []
+    for case, where in zip(cases, positions):
+        plain = replace(case, src=without_compactions(case.src), dest=without_compactions(case.dest), names={})
+        compacted = replace(case, src=with_compactions(case.src, where.get("src", [])),
+                            dest=with_compactions(case.dest, where.get("dest", [])), names={})
+        pairs += [plain, compacted]
+    batch = Batch(spark, pairs)
+    lh = batch.lh
+    try:
+        batch.build()
+        if any(where.get("base") for where in positions):
+            with lh.transaction("main", message="compact the base") as tx:
+                for i, where in enumerate(positions):
+                    if where.get("base"):
+                        tx.compact(batch.tracked[2 * i + 1].name)
+            lh.drop_branch("src")
+            lh.drop_branch("dest")
+            lh.create_branch("src", "main")
+            lh.create_branch("dest", "main")
+        for side in ("src", "dest"):
+            batch.play(side, {t.name: getattr(t.case, side) for t in batch.tracked})
+        try:
+            lh.merge("src", "dest", on_conflict="abort")
+            found = {}
+        except MergeConflict as exc:
+            found = batch.engine_conflicts(exc.report.conflicts)
+        result = lh.merge("src", "dest", on_conflict={t.name: t.case.mode for t in batch.tracked})
+        settled = batch.engine_conflicts(result.resolved)
+        snap = lh.snapshot(result.commit_id or lh.snapshot("dest").commit_id)
+        rows = _json_rows({t.name: snap.read(t.name) for t in batch.tracked})
+        for i in range(0, len(batch.tracked), 2):
+            plain, compacted = batch.tracked[i], batch.tracked[i + 1]
+            where = positions[i // 2]
+            for what, a, b in [("conflicts (abort)", found.get(plain.name, set()), found.get(compacted.name, set())),
+                               ("conflicts (ours/theirs)", settled.get(plain.name, set()),
+                                settled.get(compacted.name, set())),
+                               ("schema", {c.name: c.type for c in snap.table(plain.name).columns},
+                                {c.name: c.type for c in snap.table(compacted.name).columns}),
+                               ("rows", Counter(tuple(sorted(r.items())) for r in rows[plain.name]),
+                                Counter(tuple(sorted(r.items())) for r in rows[compacted.name]))]:
+                if a != b:
+                    batch.problem(plain, f"compactions at {where} change the merge's {what}: without {a}, with {b}")
         return batch.problems
     finally:
         batch.close()
