@@ -299,9 +299,11 @@ def merge_schema(base: Table, src: Table, dest: Table, prefer: str | None) -> tu
             merged.append(s.get(cid) or d[cid])
             continue
         name = s[cid].name if s[cid].name != b[cid].name else d[cid].name
-        s_typed, d_typed = s[cid].type != b[cid].type, d[cid].type != b[cid].type
-        type_ = s[cid].type if s_typed else d[cid].type
-        if s_typed and d_typed and TYPE_RANK[d[cid].type] > TYPE_RANK[s[cid].type]:
+        # A6.1 (as the seed says): both sides altered the column (a rename or a type) and src's final type,
+        # which becomes dest's, is narrower than dest's.
+        s_altered, d_altered = s[cid] != b[cid], d[cid] != b[cid]
+        type_ = s[cid].type if s[cid].type != b[cid].type else d[cid].type
+        if s_altered and d_altered and TYPE_RANK[d[cid].type] > TYPE_RANK[s[cid].type]:
             conflicts.append(Conflict("A6.1", name))
             type_ = d[cid].type if prefer == "ours" else s[cid].type
         merged.append(Column(cid, name, type_))

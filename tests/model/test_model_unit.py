@@ -190,6 +190,16 @@ def test_a6_1_dest_wider_than_src_final_type_conflicts():
     assert merge(base, dev, main, "theirs").table.schema() == {"a": "int"}
     assert merge(base, main, dev).table.schema() == {"a": "bigint"}  # src wider: fine
 
+    base = Table.create(Universe(), False, [("a", "smallint")], [{"a": 1}])
+    main = Branch(base.copy())
+    dev = main.fork()
+    dev.rename_column("a", "x")  # an alter column too: src's final type (smallint) would narrow dest's
+    main.widen("a", "int")
+    assert merge(base, dev, main).rules == {"A6.1"}
+    main = Branch(base.copy())
+    main.widen("a", "int")  # only dest altered a: its type stays
+    assert merge(base, Branch(base.copy()), main).table.schema() == {"a": "int"}
+
 
 def test_schema_changes_merge_by_column_id():
     base = Table.create(Universe(), False, [("a", "int"), ("b", "int")], [{"a": 1, "b": 2}])
