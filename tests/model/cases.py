@@ -6,7 +6,7 @@ history is valid whatever came before it and shrinks freely.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from hypothesis import strategies as st
 
@@ -56,7 +56,6 @@ class Case:
     src: list
     dest: list
     mode: str  # on_conflict for this table in the settling merge: ours | theirs
-    names: dict = field(default_factory=dict)  # side -> counter for new column names
 
     def describe(self) -> str:
         return (f"Case(keyed={self.keyed}, base={self.base}, base_later={self.base_later}, src={self.src}, "

@@ -92,7 +92,7 @@ def _json_rows(frames: dict, extra: list[str] = ()) -> dict:
 
 
 class Batch:
-    def __init__(self, spark, cases: list[Case], compactions: dict | None = None):
+    def __init__(self, spark, cases: list[Case]):
         self.spark = spark
         self.cases = cases
         self.problems: list[str] = []
@@ -293,8 +293,8 @@ class Batch:
         return before - after, after - before
 
 
-def run_batch(spark, cases: list[Case], compact: dict | None = None) -> list[str]:
-    """compact: {(case index, side): positions} inserts compactions into the histories (the metamorphic test)."""
+def run_batch(spark, cases: list[Case]) -> list[str]:
+    """The engine-against-model test of one batch: the mismatches found."""
     batch = Batch(spark, cases)
     try:
         batch.build()
@@ -322,9 +322,9 @@ def run_compaction_pairs(spark, cases: list[Case], positions: list[dict]) -> lis
     compactions at `positions` ({side: [index]}); both merges must give the same rows, schema and conflicts."""
     pairs = []
     for case, where in zip(cases, positions):
-        plain = replace(case, src=without_compactions(case.src), dest=without_compactions(case.dest), names={})
+        plain = replace(case, src=without_compactions(case.src), dest=without_compactions(case.dest))
         compacted = replace(case, src=with_compactions(case.src, where.get("src", [])),
-                            dest=with_compactions(case.dest, where.get("dest", [])), names={})
+                            dest=with_compactions(case.dest, where.get("dest", [])))
         pairs += [plain, compacted]
     batch = Batch(spark, pairs)
     lh = batch.lh
