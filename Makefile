@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export PYSPARK_PYTHON := $(abspath $(PY))
 
-.PHONY: install test demo bench bench-dbt
+.PHONY: install test demo bench bench-dbt test-model test-model-long
 
 $(VENV)/.installed: setup.py
 	python3 -m venv $(VENV)
@@ -28,3 +28,11 @@ bench: install
 # the sample dbt project on branchspark against plain dbt-spark (parquet); several minutes
 bench-dbt: install
 	$(PY) bench/dbt_run.py
+
+# issue 19: merges and change feeds against the model of SPEC 3-4 (tests/model/profiles.py):
+# test-model runs the CI profile (300 cases per table kind), test-model-long 5,100 random ones per kind.
+test-model: install
+	$(PY) -m pytest tests/model -q -p no:cacheprovider
+
+test-model-long: install
+	BRANCHSPARK_MODEL_PROFILE=long $(PY) -m pytest tests/model -q -p no:cacheprovider

@@ -1,0 +1,31 @@
+"""Hypothesis settings of the engine-against-model tests, chosen by BRANCHSPARK_MODEL_PROFILE:
+
+- `ci` (default): 10 batches of 30 tables per table kind = 300 cases per kind, derandomized (the same
+  cases every run, so a failure reproduces by running the test again);
+- `long` (`make test-model-long`): 170 batches of 30 = 5,100 cases per kind, random; hypothesis prints
+  the seed and a `@reproduce_failure` blob of a failing batch;
+- `smoke`: one batch of 8, for a quick look.
+
+A case is one table with its own history; a batch drives all its tables through one branch pair and one
+merge, since a Spark write costs 0.1-0.5 s and one table per merge would not fit the time budget.
+Shrinking a failing batch re-runs Spark many times, so it is off unless BRANCHSPARK_MODEL_SHRINK=1: each
+mismatch line already names the one table (and its history) that fails.
+"""
+import os
+
+from hypothesis import HealthCheck, Phase, settings
+
+PROFILE = os.environ.get("BRANCHSPARK_MODEL_PROFILE", "ci")
+EXAMPLES, BATCH_SIZE = {"smoke": (1, 8), "ci": (10, 30), "long": (170, 30)}[PROFILE]
+# the metamorphic test's batches (of BATCH_SIZE // 2 pairs): fewer, as the model test covers compaction too
+PAIR_EXAMPLES = {"smoke": 1, "ci": 2, "long": 40}[PROFILE]
+BATCH_SIZE = int(os.environ.get("BRANCHSPARK_MODEL_BATCH", BATCH_SIZE))
+SHRINK = bool(os.environ.get("BRANCHSPARK_MODEL_SHRINK"))
+MIN_BATCH = 1 if SHRINK else BATCH_SIZE  # full batches unless shrinking, so the case count is known
+MIN_CASES = EXAMPLES * BATCH_SIZE
+
+
+def engine_settings(examples: int = EXAMPLES):
+    return settings(max_examples=examples, deadline=None, derandomize=PROFILE != "long", print_blob=True,
+                    phases=[Phase.explicit, Phase.reuse, Phase.generate] + ([Phase.shrink] if SHRINK else []),
+                    suppress_health_check=list(HealthCheck), database=None)

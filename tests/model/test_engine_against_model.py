@@ -1,0 +1,28 @@
+"""Random histories on two branches, merged by the engine and by the model (tests/model/model.py).
+
+`@given` over generated batches rather than a RuleBasedStateMachine: a state machine steps one operation
+at a time on one engine state, so every case would pay its own merge and branch pair; generated histories
+let one batch of many independent tables go through one branch pair and one merge (per on_conflict), with
+the model predicting each table, and each table's history shrinks on its own.
+"""
+import pytest
+from hypothesis import given
+
+from tests.model.cases import batches
+from tests.model.driver import run_batch
+from tests.model.profiles import BATCH_SIZE, MIN_BATCH, MIN_CASES, SHRINK, engine_settings
+
+
+@pytest.mark.parametrize("keyed", [False, True], ids=["keyless", "keyed"])
+def test_merges_and_changes_match_the_model(spark, keyed):
+    ran = []
+
+    @engine_settings()
+    @given(batch=batches(keyed, MIN_BATCH, BATCH_SIZE))
+    def check(batch):
+        ran.append(len(batch))
+        problems = run_batch(spark, batch)
+        assert not problems, f"{len(problems)} mismatch(es):\n" + "\n".join(problems)
+
+    check()
+    assert SHRINK or sum(ran) >= MIN_CASES, f"only {sum(ran)} cases ran, the profile wants {MIN_CASES}"
