@@ -17,6 +17,7 @@ from .changes_cmd import changes
 from .graph import commit_graph
 from .merge_cmd import abort, merge, merge_status, resolve
 from .output import console
+from .serve_cmd import serve
 
 
 class Context:
@@ -175,6 +176,7 @@ cli.add_command(merge)
 cli.add_command(merge_status)
 cli.add_command(resolve)
 cli.add_command(abort)
+cli.add_command(serve)
 
 
 def _safe_url(url: str) -> str:

@@ -1,0 +1,153 @@
+"""branchspark schemas as Iceberg schemas: types, field ids, the name mapping, identity partitions.
+
+Field ids are branchspark's column ids (unique in the whole catalog). Segment files were written by Spark
+without field ids, under the names their schema version had, so a name mapping maps every name a file may
+hold to a field id: current and older names of each column, and the names of columns the current schema
+no longer has (dropped columns, the hidden identity columns of compacted segments) to ids no schema uses,
+because pyiceberg refuses a file with an unmapped column.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import re
+from collections.abc import Iterable
+
+from pyiceberg.partitioning import PartitionField, PartitionSpec
+from pyiceberg.schema import Schema as IcebergSchema
+from pyiceberg.table.name_mapping import MappedField, NameMapping
+from pyiceberg.transforms import IdentityTransform
+from pyiceberg.types import (
+    BinaryType,
+    BooleanType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
+    NestedField,
+    PrimitiveType,
+    StringType,
+    TimestampType,
+    TimestamptzType,
+)
+from pyspark.sql import types as T
+
+from .. import errors
+from ..catalog.state import Column, Schema
+
+# Ids for names found in files but absent from the current schema: far above any column id.
+UNMAPPED_ID_BASE = 2_000_000_000
+PARTITION_FIELD_ID_BASE = 1000
+
+_PRIMITIVES = {
+    T.BooleanType: BooleanType(), T.ByteType: IntegerType(), T.ShortType: IntegerType(),
+    T.IntegerType: IntegerType(), T.LongType: LongType(), T.FloatType: FloatType(), T.DoubleType: DoubleType(),
+    T.StringType: StringType(), T.VarcharType: StringType(), T.CharType: StringType(), T.BinaryType: BinaryType(),
+    T.DateType: DateType(), T.TimestampType: TimestamptzType(), T.TimestampNTZType: TimestampType(),
+}
+
+
+class Unsupported(errors.BranchsparkError):
+    """A table shape this server cannot describe to an Iceberg client."""
+
+
+def iceberg_type(column: Column, table_name: str) -> PrimitiveType:
+    data_type = column.data_type
+    if isinstance(data_type, T.DecimalType):
+        return DecimalType(data_type.precision, data_type.scale)
+    for spark_type, iceberg in _PRIMITIVES.items():
+        if isinstance(data_type, spark_type):
+            return iceberg
+    raise Unsupported(f"table {table_name}: column '{column.name}' has type {column.type}, which branchspark serve "
+                      f"does not yet describe to Iceberg clients (nested types are not yet supported); read it "
+                      f"with branchspark in Spark")
+
+
+def iceberg_schema(schema: Schema, schema_id: int, table_name: str, identifier: Iterable[str] = ()) -> IcebergSchema:
+    fields = []
+    for column in schema.columns:
+        default = literal_default(column, table_name)
+        fields.append(NestedField(column.id, column.name, iceberg_type(column, table_name), required=False,
+                                  initial_default=default))
+    return IcebergSchema(*fields, schema_id=schema_id)
+
+
+def literal_default(column: Column, table_name: str):
+    """The column's default as a value, when it is a plain literal (Iceberg's `initial-default`), else None."""
+    if column.default is None:
+        return None
+    text = column.default.strip()
+    kind = iceberg_type(column, table_name)
+    try:
+        if text.lower() == "null":
+            return None
+        if isinstance(kind, StringType) and re.fullmatch(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"", text):
+            return text[1:-1]
+        if isinstance(kind, BooleanType) and text.lower() in ("true", "false"):
+            return text.lower() == "true"
+        if isinstance(kind, (IntegerType, LongType)):
+            return int(text)
+        if isinstance(kind, (FloatType, DoubleType)):
+            return float(text)
+        if isinstance(kind, DecimalType):
+            return decimal.Decimal(text)
+    except (ValueError, decimal.InvalidOperation):
+        return None
+    return None
+
+
+def name_mapping(current: Schema, written: Iterable[Schema], hidden: Iterable[str]) -> tuple[NameMapping, list[str]]:
+    """The mapping of every name a file may hold to a field id, and the names whose meaning differs between
+    files (one name, two columns): those the mapping cannot express."""
+    names: dict[int, list[str]] = {c.id: [c.name] for c in current.columns}
+    owner = {c.name.lower(): c.id for c in current.columns}
+    ambiguous: list[str] = []
+    extra: list[str] = []
+    for schema in written:
+        for old in schema.columns:
+            column = next((c for c in current.columns if c.known_as(old.id) or old.known_as(c.id)), None)
+            holder = owner.get(old.name.lower())
+            if column is not None and holder is None:
+                names[column.id].append(old.name)
+                owner[old.name.lower()] = column.id
+            elif column is not None and holder != column.id or column is None and holder is not None \
+                    and holder < UNMAPPED_ID_BASE:
+                ambiguous.append(old.name)
+            elif column is None and holder is None:
+                extra.append(old.name)
+                owner[old.name.lower()] = -1
+    fields = [MappedField(field_id=column_id, names=list(dict.fromkeys(n))) for column_id, n in names.items()]
+    taken = {n.lower() for n in extra}
+    extra += [h for h in hidden if h.lower() not in owner and h.lower() not in taken]
+    fields += [MappedField(field_id=UNMAPPED_ID_BASE + i, names=[n]) for i, n in enumerate(extra)]
+    return NameMapping(fields), sorted(set(ambiguous))
+
+
+def partition_spec(schema: Schema, partition_by: Iterable[str], spec_id: int = 0) -> PartitionSpec:
+    fields = []
+    for i, name in enumerate(partition_by):
+        column = schema.column(name)
+        fields.append(PartitionField(source_id=column.id, field_id=PARTITION_FIELD_ID_BASE + i,
+                                     transform=IdentityTransform(), name=column.name))
+    return PartitionSpec(*fields, spec_id=spec_id)
+
+
+def partition_value(text: str | None, kind: PrimitiveType):
+    """A partition directory's value (as Spark wrote it in the path) as the value Iceberg stores."""
+    if text is None:
+        return None
+    if isinstance(kind, (IntegerType, LongType)):
+        return int(text)
+    if isinstance(kind, (FloatType, DoubleType)):
+        return float(text)
+    if isinstance(kind, BooleanType):
+        return text.lower() == "true"
+    if isinstance(kind, DecimalType):
+        return decimal.Decimal(text)
+    if isinstance(kind, DateType):
+        return dt.date.fromisoformat(text)
+    if isinstance(kind, StringType):
+        return text
+    raise Unsupported(f"partition values of type {kind} are not yet supported by branchspark serve")
