@@ -291,14 +291,16 @@ class _Build:
 
     # ------------------------------------------------------------- document
     def _document(self, snapshots, log, written_schemas, file_columns) -> dict:
-        mapping, ambiguous = name_mapping(self.current, written_schemas.values(), sorted(file_columns))
+        snapshot_schemas = [self.b.lookup.schema(sid) for sid in reversed(list(self.schema_ids))]
+        mapping, ambiguous = name_mapping(snapshot_schemas, written_schemas.values(), sorted(file_columns))
         inexact = []
         for column in self.current.columns:
             if column.default is not None and any(s.source_of(column) is None for s in written_schemas.values()):
                 plain = literal_default(column, self.table_name) is not None
                 inexact.append(f"column {column.name}: rows written before it existed read its default "
                                f"{column.default} in branchspark; " +
-                               ("clients that apply Iceberg's initial-default read it too, others read NULL" if plain
+                               ("it is the field's initial-default (an Iceberg v3 field): pyiceberg and DuckDB apply it, "
+                                "readers without it read NULL" if plain
                                 else "Iceberg clients read NULL"))
         inexact += [f"name {n}: files hold it for two different columns; the name mapping gives it to one"
                     for n in ambiguous]

@@ -40,6 +40,7 @@ from ..catalog.state import Column, Schema
 # Ids for names found in files but absent from the current schema: far above any column id.
 UNMAPPED_ID_BASE = 2_000_000_000
 PARTITION_FIELD_ID_BASE = 1000
+_NO_COLUMN = -1  # a name held only by columns no snapshot schema has
 
 _PRIMITIVES = {
     T.BooleanType: BooleanType(), T.ByteType: IntegerType(), T.ShortType: IntegerType(),
@@ -98,26 +99,34 @@ def literal_default(column: Column, table_name: str):
     return None
 
 
-def name_mapping(current: Schema, written: Iterable[Schema], hidden: Iterable[str]) -> tuple[NameMapping, list[str]]:
+def name_mapping(snapshot_schemas: list[Schema], written: Iterable[Schema],
+                 hidden: Iterable[str]) -> tuple[NameMapping, list[str]]:
     """The mapping of every name a file may hold to a field id, and the names whose meaning differs between
-    files (one name, two columns): those the mapping cannot express."""
-    names: dict[int, list[str]] = {c.id: [c.name] for c in current.columns}
-    owner = {c.name.lower(): c.id for c in current.columns}
+    files (one name, two columns): those the mapping cannot express. `snapshot_schemas` (newest first) are
+    the schemas clients read with: their columns keep their ids, the newest name first."""
+    known: list[Column] = []
+    for schema in snapshot_schemas:
+        known += [c for c in schema.columns if all(k.id != c.id for k in known)]
+    names: dict[int, list[str]] = {}
+    owner: dict[str, int] = {}
+    for column in known:
+        names[column.id] = [column.name]
+        owner.setdefault(column.name.lower(), column.id)
     ambiguous: list[str] = []
     extra: list[str] = []
     for schema in written:
         for old in schema.columns:
-            column = next((c for c in current.columns if c.known_as(old.id) or old.known_as(c.id)), None)
+            column = next((c for c in known if c.known_as(old.id) or old.known_as(c.id)), None)
             holder = owner.get(old.name.lower())
-            if column is not None and holder is None:
-                names[column.id].append(old.name)
-                owner[old.name.lower()] = column.id
-            elif column is not None and holder != column.id or column is None and holder is not None \
-                    and holder < UNMAPPED_ID_BASE:
+            mine = column.id if column is not None else _NO_COLUMN
+            if holder is None:
+                owner[old.name.lower()] = mine
+                if column is None:
+                    extra.append(old.name)
+                else:
+                    names[column.id].append(old.name)
+            elif holder != mine:
                 ambiguous.append(old.name)
-            elif column is None and holder is None:
-                extra.append(old.name)
-                owner[old.name.lower()] = -1
     fields = [MappedField(field_id=column_id, names=list(dict.fromkeys(n))) for column_id, n in names.items()]
     taken = {n.lower() for n in extra}
     extra += [h for h in hidden if h.lower() not in owner and h.lower() not in taken]
