@@ -1,6 +1,8 @@
 """`branchspark serve` read by real Iceberg clients (pyiceberg's RestCatalog, DuckDB's iceberg extension):
 every table shape, on main and on a branch, before and after a merge, and at earlier versions, reads the rows
 `Lakehouse.read` returns (SPEC section 6). One server process and one small catalog for the module."""
+import datetime
+import decimal
 import json
 import os
 import re
@@ -8,18 +10,25 @@ import subprocess
 
 import pytest
 from pyiceberg.catalog.rest import RestCatalog
-from pyiceberg.exceptions import ForbiddenError, NoSuchNamespaceError, NoSuchTableError
+from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
 
 from dbt.adapters.branchspark.iceberg.files import ICEBERG_DIR
 from dbt.adapters.branchspark.iceberg.metadata import INEXACT_PROPERTY
 from dbt.adapters.branchspark.lakehouse import Lakehouse
 from tests.iceberg_clients import BRANCHSPARK, duckdb_attach, duckdb_connection, get, served
 
-TABLES = ["plain", "keyed", "compacted", "keyed_compacted", "evolved", "parted", "empty"]
+TABLES = ["plain", "keyed", "compacted", "keyed_compacted", "evolved", "parted", "empty", "typed"]
+
+
+def _value(value):
+    """Timestamps as UTC instants: Spark gives local naive times, the Iceberg clients UTC-aware ones."""
+    if isinstance(value, datetime.datetime):
+        return value.astimezone(datetime.timezone.utc)
+    return value
 
 
 def _rows(rows) -> list:
-    return sorted((tuple(r) for r in rows), key=repr)
+    return sorted((tuple(_value(v) for v in r) for r in rows), key=repr)
 
 
 @pytest.fixture(scope="module")
@@ -38,6 +47,11 @@ def lake(spark, tmp_path_factory):
         tx.create_table_as("shop.parted", df([(i, "eu" if i % 2 else "us") for i in range(10)], "id int, region string"),
                            partition_by=["region"])
         tx.create_table("shop.empty", df([], "id int, name string").schema)
+        tx.create_table_as("shop.typed", df(
+            [(i, datetime.datetime(2024, 1, 1, 10, i), datetime.date(2024, 1, 1 + i % 3), decimal.Decimal(f"{i}.25"),
+              i % 2 == 0, 1.5 * i, bytes([i]), i) for i in range(6)],
+            "id long, ts timestamp, d date, amt decimal(10,2), flag boolean, x float, b binary, small smallint"),
+            partition_by=["d"])
     setup = lh.resolve("main")
     main = lh.branch("main")
     main.delete("shop.plain", "id < 3")
@@ -56,6 +70,7 @@ def lake(spark, tmp_path_factory):
         tx.add_column("shop.evolved", "extra", "int", default="7")
     main.insert("shop.evolved", df([(10, "t10", 1)], "id bigint, title string, extra int"))
     main.delete("shop.parted", "id = 3")
+    main.delete("shop.typed", "id = 1")
     lh.create_branch("dev")
     dev = lh.branch("dev")
     dev.insert("shop.plain", df([(100, "dev")], "id int, name string"))
@@ -206,15 +221,23 @@ def test_not_found_shapes(lake):
 
 
 def test_writes_refused_naming_the_branchspark_way(lake):
-    catalog = _pyiceberg(lake["url"], "main")
-    with pytest.raises(ForbiddenError, match="read-only.*merge_branch"):
-        catalog.create_namespace("newdb")
-    with pytest.raises(ForbiddenError, match="read-only"):
-        catalog.drop_table(("shop", "plain"))
     prefix = get(lake["url"], "/v1/config", warehouse="main").json()["overrides"]["prefix"]
-    response = get(lake["url"], f"/v1/{prefix}/namespaces/shop/tables/plain", method="POST")
-    assert response.status_code == 403 and "dbt run" in response.json()["error"]["message"]
-    assert lake["lh"].read("shop.plain").count() > 0
+    for method, path in (("POST", "/namespaces"), ("POST", "/namespaces/shop/tables"),
+                         ("POST", "/namespaces/shop/tables/plain"), ("DELETE", "/namespaces/shop/tables/plain"),
+                         ("POST", "/tables/rename"), ("POST", "/transactions/commit")):
+        response = get(lake["url"], f"/v1/{prefix}{path}", method=method)
+        body = response.json()["error"]
+        assert response.status_code == 403 and body["type"] == "ForbiddenException", (method, path)
+        assert "read-only" in body["message"] and "dbt run" in body["message"] and "merge_branch" in body["message"]
+    con = duckdb_connection()
+    duckdb_attach(con, lake["url"], "main", "lake")
+    for statement in ("CREATE SCHEMA lake.newdb", "CREATE TABLE lake.shop.t2 (a int)", "DROP TABLE lake.shop.plain"):
+        with pytest.raises(Exception, match="read-only: write on a branch with branchspark"):
+            con.execute(statement)
+    # pyiceberg does not even send a write: the server's config lists only the read endpoints
+    with pytest.raises(NotImplementedError, match="POST /v1/{prefix}/namespaces"):
+        _pyiceberg(lake["url"], "main").create_namespace("newdb")
+    assert lake["lh"].read("shop.plain").count() > 0 and not lake["lh"].snapshot("main").has_database("newdb")
 
 
 def test_gc_keeps_metadata_of_reachable_versions_only(lake):
