@@ -39,7 +39,8 @@ class TestDbtBranchReadByDuckDB:
                 assert got == expected and got, table
             assert (1, "Ada", "Lyon", 15, "feature_a") in con.execute(
                 f"SELECT * FROM lake.{schema}.people_latest").fetchall()
-            duckdb_attach(con, url, "main", "main_lake")
-            assert (schema,) not in con.execute("SELECT schema_name FROM duckdb_schemas() "
-                                                 "WHERE database_name = 'main_lake'").fetchall()
+            duckdb_attach(con, url, "main", "main_lake")  # main never got the branch's tables
+            on_main = con.execute("SELECT table_name FROM duckdb_tables() WHERE database_name = 'main_lake' "
+                                  f"AND schema_name = '{schema}'").fetchall()
+            assert not {("people",), ("city_scores",), ("people_latest",)} & set(on_main)
         lakehouse.store.dispose()

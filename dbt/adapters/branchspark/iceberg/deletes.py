@@ -52,13 +52,41 @@ def segment_files(warehouse: Warehouse, segment: SegmentInfo) -> list[DataFileRe
 
 
 def position_deletes(warehouse: Warehouse, table: TableState, schema_of, data: list[DataFileRef],
-                     tombstones: list[TombstoneInfo]) -> dict[str, np.ndarray]:
-    """Relative data file path -> sorted positions deleted in it (files without deletions left out)."""
+                     tombstones: list[TombstoneInfo], memo: dict) -> dict[str, np.ndarray]:
+    """Relative data file path -> sorted positions deleted in it (files without deletions left out).
+
+    `memo` keeps what one tombstone deletes in one data file (both immutable) across the versions of a
+    table, so each new version pays only for its new tombstones."""
     if not tombstones or not data:
         return {}
+    found: dict[str, list[np.ndarray]] = defaultdict(list)
     if table.primary_key:
-        return _keyed(warehouse, table, schema_of, data, tombstones)
-    return _keyless(warehouse, data, tombstones)
+        current = schema_of(table.schema_id)
+        for tomb in tombstones:
+            for ref in data:
+                key = (tomb.id, ref.relative)
+                if key not in memo:
+                    memo[key] = _keyed(warehouse, table, schema_of, current, ref, tomb, memo)
+                found[ref.relative].append(memo[key])
+    else:
+        targets = {g for t in tombstones for g in t.target_segments}
+        # A tombstone whose segment is gone deletes rows a compaction or merge moved (storage/reader.py).
+        moved = bool(targets - {segment_group(d.segment) for d in data})
+        for tomb in tombstones:
+            for ref in data:
+                stored = ref.segment.kind in STORED_IDENTITY_KINDS
+                if stored and not (moved or segment_group(ref.segment) in targets):
+                    continue
+                key = (tomb.id, ref.relative)
+                if key not in memo:
+                    memo[key] = _keyless(warehouse, ref, tomb, stored, memo)
+                found[ref.relative].append(memo[key])
+    out = {}
+    for relative, parts in found.items():
+        positions = np.unique(np.concatenate(parts))
+        if len(positions):
+            out[relative] = positions
+    return out
 
 
 def _read(warehouse: Warehouse, relative: str, columns: list[str]) -> pa.Table:
@@ -66,57 +94,45 @@ def _read(warehouse: Warehouse, relative: str, columns: list[str]) -> pa.Table:
     return pq.read_table(f"{base}/{relative}", columns=columns, filesystem=fs, partitioning=None)
 
 
-def _keyless(warehouse, data, tombstones) -> dict[str, np.ndarray]:
-    named = pa.concat_tables([_read(warehouse, t.path, [ROW_FILE, ROW_POS]) for t in tombstones])
-    by_row_file: dict[str, list] = defaultdict(list)
-    for row_file, pos in zip(named.column(ROW_FILE).to_pylist(), named.column(ROW_POS).to_pylist()):
-        by_row_file[row_file].append(pos)
-    out: dict[str, np.ndarray] = {}
-    targets = {g for t in tombstones for g in t.target_segments}
-    missing = bool(targets - {segment_group(d.segment) for d in data})
-    for ref in data:
-        if ref.segment.kind not in STORED_IDENTITY_KINDS:
-            if ref.row_file in by_row_file:
-                out[ref.relative] = np.unique(np.asarray(by_row_file[ref.row_file], dtype=np.int64))
-        elif missing or segment_group(ref.segment) in targets:
-            stored = _read(warehouse, ref.relative, [ROW_FILE, ROW_POS])
-            stored = stored.append_column(_POS, pa.array(np.arange(stored.num_rows, dtype=np.int64)))
-            hit = stored.join(named, [ROW_FILE, ROW_POS], join_type="inner")
-            if hit.num_rows:
-                out[ref.relative] = np.unique(hit.column(_POS).to_numpy())
-    return out
+def _keyless(warehouse, ref: DataFileRef, tomb: TombstoneInfo, stored: bool, memo: dict) -> np.ndarray:
+    named = memo.get(tomb.id)
+    if named is None:
+        named = memo[tomb.id] = _read(warehouse, tomb.path, [ROW_FILE, ROW_POS])
+    if not stored:  # a plain segment's data file is the row-id file the tombstone names
+        hit = named.filter(pc.equal(named.column(ROW_FILE), ref.row_file))
+        return np.asarray(hit.column(ROW_POS).to_numpy(), dtype=np.int64)
+    rows = _read(warehouse, ref.relative, [ROW_FILE, ROW_POS])
+    rows = rows.append_column(_POS, pa.array(np.arange(rows.num_rows, dtype=np.int64)))
+    hit = rows.join(named, [ROW_FILE, ROW_POS], join_type="inner")
+    return np.asarray(hit.column(_POS).to_numpy(), dtype=np.int64)
 
 
-def _keyed(warehouse, table, schema_of, data, tombstones) -> dict[str, np.ndarray]:
-    current = schema_of(table.schema_id)
+def _keyed(warehouse, table, schema_of, current: Schema, ref: DataFileRef, tomb: TombstoneInfo,
+           memo: dict) -> np.ndarray:
+    """Positions in `ref` of rows with a key `tomb` deletes and a sequence lower than the tombstone's."""
+    segment = ref.segment
+    stored = segment.kind in STORED_IDENTITY_KINDS
+    if not stored and seq_of_segment_name(segment_group(segment)) >= tomb.seq:
+        return np.empty(0, dtype=np.int64)  # written with or after the tombstone
     keys = [current.column(k) for k in table.primary_key]
     key_names = [f"_bs_k{i}" for i in range(len(keys))]
-    parts = []
-    for tomb in tombstones:
+    doomed = memo.get(tomb.id)
+    if doomed is None:
         written = schema_of(tomb.schema_id)
         raw = _read(warehouse, tomb.path, [written.source_of(k).name for k in keys] + [TOMB_SEQ])
-        parts.append(_project_keys(raw, written, keys, key_names, {}).append_column(TOMB_SEQ, raw.column(TOMB_SEQ)))
-    doomed = pa.concat_tables(parts).group_by(key_names).aggregate([(TOMB_SEQ, "max")])
-    doomed = doomed.rename_columns([*key_names, _TSEQ_MAX])
-    newest = pc.max(doomed.column(_TSEQ_MAX)).as_py()
-    out: dict[str, np.ndarray] = {}
-    for ref in data:
-        segment = ref.segment
-        stored = segment.kind in STORED_IDENTITY_KINDS
-        if not stored and seq_of_segment_name(segment_group(segment)) >= newest:
-            continue  # written after every tombstone: none deletes its rows
-        written = schema_of(segment.schema_id)
-        in_file = [written.source_of(k).name for k in keys if written.source_of(k).name not in segment.partition_by]
-        raw = _read(warehouse, ref.relative, in_file + ([ROW_SEQ] if stored else []))
-        rows = _project_keys(raw, written, keys, key_names, segment.partition_values)
-        seq = raw.column(ROW_SEQ) if stored else pa.array(
-            np.full(raw.num_rows, seq_of_segment_name(segment_group(segment)), dtype=np.int64))
-        rows = rows.append_column(ROW_SEQ, seq).append_column(_POS, pa.array(np.arange(raw.num_rows, dtype=np.int64)))
-        hit = rows.join(doomed, key_names, join_type="inner")
-        hit = hit.filter(pc.less(hit.column(ROW_SEQ), hit.column(_TSEQ_MAX)))
-        if hit.num_rows:
-            out[ref.relative] = np.unique(hit.column(_POS).to_numpy())
-    return out
+        doomed = _project_keys(raw, written, keys, key_names, {}).append_column(TOMB_SEQ, raw.column(TOMB_SEQ))
+        doomed = doomed.group_by(key_names).aggregate([(TOMB_SEQ, "max")]).rename_columns([*key_names, _TSEQ_MAX])
+        memo[tomb.id] = doomed
+    written = schema_of(segment.schema_id)
+    in_file = [written.source_of(k).name for k in keys if written.source_of(k).name not in segment.partition_by]
+    raw = _read(warehouse, ref.relative, in_file + ([ROW_SEQ] if stored else []))
+    rows = _project_keys(raw, written, keys, key_names, segment.partition_values)
+    seq = raw.column(ROW_SEQ) if stored else pa.array(
+        np.full(raw.num_rows, seq_of_segment_name(segment_group(segment)), dtype=np.int64))
+    rows = rows.append_column(ROW_SEQ, seq).append_column(_POS, pa.array(np.arange(raw.num_rows, dtype=np.int64)))
+    hit = rows.join(doomed, key_names, join_type="inner")
+    hit = hit.filter(pc.less(hit.column(ROW_SEQ), hit.column(_TSEQ_MAX)))
+    return np.asarray(hit.column(_POS).to_numpy(), dtype=np.int64)
 
 
 def _project_keys(raw: pa.Table, written: Schema, keys, key_names, partition_values: dict) -> pa.Table:

@@ -69,17 +69,3 @@ def read(warehouse: Warehouse, relative: str) -> bytes:
     fs, base = filesystem(warehouse)
     with fs.open_input_stream(posixpath.join(base, relative)) as stream:
         return stream.read()
-
-
-def file_size(warehouse: Warehouse, path: str) -> int:
-    """Size of a file given by its absolute location."""
-    fs, base = filesystem(warehouse)
-    return fs.get_file_info(_fs_path(warehouse, path)).size
-
-
-def _fs_path(warehouse: Warehouse, location: str) -> str:
-    fs, base = filesystem(warehouse)
-    prefix = warehouse.root
-    if location.startswith(prefix):
-        return posixpath.join(base, location[len(prefix):].lstrip("/"))
-    return location

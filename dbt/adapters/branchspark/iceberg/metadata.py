@@ -130,6 +130,7 @@ class MetadataBuilder:
         self.warehouse = warehouse
         self.lookup = lookup
         self._stats: dict[str, FileStats] = {}  # data files never change: their footers are read once
+        self.deletes_memo: dict = {}  # what a tombstone deletes in a data file (deletes.py)
         self._lock = threading.Lock()
         self._building: dict[str, threading.Lock] = {}
 
@@ -207,7 +208,8 @@ class _Build:
             manifests.append(manifest)
         tombstones = self.b.lookup.tombstone_infos(table.tombstones)
         all_refs = [ref for s in segments for ref in refs[s.id]]
-        doomed = deletes.position_deletes(self.warehouse, table, self.b.lookup.schema, all_refs, tombstones)
+        doomed = deletes.position_deletes(self.warehouse, table, self.b.lookup.schema, all_refs, tombstones,
+                                           self.b.deletes_memo)
         deleted_rows = sum(len(p) for p in doomed.values())
         if doomed:
             manifests.append(self._delete_manifest(table, snapshot_id, seq, schema, all_refs, doomed))

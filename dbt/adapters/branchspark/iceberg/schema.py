@@ -66,7 +66,7 @@ def iceberg_type(column: Column, table_name: str) -> PrimitiveType:
                       f"with branchspark in Spark")
 
 
-def iceberg_schema(schema: Schema, schema_id: int, table_name: str, identifier: Iterable[str] = ()) -> IcebergSchema:
+def iceberg_schema(schema: Schema, schema_id: int, table_name: str) -> IcebergSchema:
     fields = []
     for column in schema.columns:
         default = literal_default(column, table_name)
