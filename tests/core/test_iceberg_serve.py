@@ -47,6 +47,7 @@ def lake(spark, tmp_path_factory):
         tx.create_table_as("shop.parted", df([(i, "eu" if i % 2 else "us") for i in range(10)], "id int, region string"),
                            partition_by=["region"])
         tx.create_table("shop.empty", df([], "id int, name string").schema)
+        tx.create_table_as("shop.readded", df([(1, "old")], "id int, c string"))
         tx.create_table_as("shop.typed", df(
             [(i, datetime.datetime(2024, 1, 1, 10, i), datetime.date(2024, 1, 1 + i % 3), decimal.Decimal(f"{i}.25"),
               i % 2 == 0, 1.5 * i, bytes([i]), i) for i in range(6)],
@@ -71,6 +72,9 @@ def lake(spark, tmp_path_factory):
     main.insert("shop.evolved", df([(10, "t10", 1)], "id bigint, title string, extra int"))
     main.delete("shop.parted", "id = 3")
     main.delete("shop.typed", "id = 1")
+    main.drop_column("shop.readded", "c")
+    main.add_column("shop.readded", "c", "string")  # a new column under the dropped one's name
+    main.insert("shop.readded", df([(2, "new")], "id int, c string"))
     lh.create_branch("dev")
     dev = lh.branch("dev")
     dev.insert("shop.plain", df([(100, "dev")], "id int, name string"))
@@ -152,6 +156,20 @@ def test_column_default_older_rows_what_each_client_reads(lake):
     duckdb_attach(con, lake["url"], "main", "lake")
     ducked = _rows(con.execute("SELECT * FROM lake.shop.evolved").fetchall())
     assert ducked == expected
+
+
+def test_name_of_a_dropped_column_reused_what_each_client_reads(lake):
+    """A name held by two columns in different files: the name mapping gives it to the newest column, so
+    Iceberg clients read the dropped column's old values where branchspark reads NULL; the table says so."""
+    expected = _rows(lake["lh"].read("shop.readded").collect())
+    assert expected == [(1, None), (2, "new")]
+    table = _pyiceberg(lake["url"], "main").load_table(("shop", "readded"))
+    assert "name c: files hold it for two different columns" in table.properties[INEXACT_PROPERTY]
+    shown = [(1, "old"), (2, "new")]
+    assert _rows(tuple(r.values()) for r in table.scan().to_arrow().to_pylist()) == shown
+    con = duckdb_connection()
+    duckdb_attach(con, lake["url"], "main", "lake")
+    assert _rows(con.execute("SELECT * FROM lake.shop.readded").fetchall()) == shown
 
 
 def test_name_mapping_maps_every_name_files_hold(lake):

@@ -109,10 +109,14 @@ def name_mapping(snapshot_schemas: list[Schema], written: Iterable[Schema],
         known += [c for c in schema.columns if all(k.id != c.id for k in known)]
     names: dict[int, list[str]] = {}
     owner: dict[str, int] = {}
-    for column in known:
-        names[column.id] = [column.name]
-        owner.setdefault(column.name.lower(), column.id)
     ambiguous: list[str] = []
+    for column in known:
+        names[column.id] = []
+        if column.name.lower() not in owner:  # a name maps to one id: the newest column holding it
+            owner[column.name.lower()] = column.id
+            names[column.id].append(column.name)
+        else:
+            ambiguous.append(column.name)
     extra: list[str] = []
     for schema in written:
         for old in schema.columns:
@@ -127,7 +131,7 @@ def name_mapping(snapshot_schemas: list[Schema], written: Iterable[Schema],
                     names[column.id].append(old.name)
             elif holder != mine:
                 ambiguous.append(old.name)
-    fields = [MappedField(field_id=column_id, names=list(dict.fromkeys(n))) for column_id, n in names.items()]
+    fields = [MappedField(field_id=column_id, names=list(dict.fromkeys(n))) for column_id, n in names.items() if n]
     taken = {n.lower() for n in extra}
     extra += [h for h in hidden if h.lower() not in owner and h.lower() not in taken]
     fields += [MappedField(field_id=UNMAPPED_ID_BASE + i, names=[n]) for i, n in enumerate(extra)]
