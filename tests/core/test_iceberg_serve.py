@@ -17,7 +17,7 @@ from dbt.adapters.branchspark.iceberg.metadata import INEXACT_PROPERTY
 from dbt.adapters.branchspark.lakehouse import Lakehouse
 from tests.iceberg_clients import BRANCHSPARK, duckdb_attach, duckdb_connection, get, served
 
-TABLES = ["plain", "keyed", "compacted", "keyed_compacted", "evolved", "parted", "empty", "typed"]
+TABLES = ["plain", "keyed", "compacted", "keyed_compacted", "evolved", "parted", "empty", "typed", "repartitioned"]
 
 
 def _value(value):
@@ -48,6 +48,8 @@ def lake(spark, tmp_path_factory):
                            partition_by=["region"])
         tx.create_table("shop.empty", df([], "id int, name string").schema)
         tx.create_table_as("shop.readded", df([(1, "old")], "id int, c string"))
+        tx.create_table_as("shop.repartitioned", df([(i, "eu" if i % 2 else "us") for i in range(4)],
+                                                    "id int, region string"))
         tx.create_table_as("shop.typed", df(
             [(i, datetime.datetime(2024, 1, 1, 10, i), datetime.date(2024, 1, 1 + i % 3), decimal.Decimal(f"{i}.25"),
               i % 2 == 0, 1.5 * i, bytes([i]), i) for i in range(6)],
@@ -75,6 +77,10 @@ def lake(spark, tmp_path_factory):
     main.drop_column("shop.readded", "c")
     main.add_column("shop.readded", "c", "string")  # a new column under the dropped one's name
     main.insert("shop.readded", df([(2, "new")], "id int, c string"))
+    with lh.transaction("main", message="repartition") as tx:  # new files partitioned, old ones as they were
+        tx.set_partitioning("shop.repartitioned", ["region"])
+        tx.insert("shop.repartitioned", df([(i, "eu" if i % 2 else "us") for i in range(4, 8)], "id int, region string"))
+    main.delete("shop.repartitioned", "id in (1, 6)")
     lh.create_branch("dev")
     dev = lh.branch("dev")
     dev.insert("shop.plain", df([(100, "dev")], "id int, name string"))

@@ -48,7 +48,15 @@ from pyiceberg.utils.datetime import date_to_days
 from ..catalog.state import CommitInfo, Schema, SegmentInfo, TableState, TombstoneInfo
 from ..storage.layout import Warehouse
 from . import deletes, files
-from .schema import iceberg_schema, literal_default, name_mapping, partition_spec, partition_value
+from .schema import (
+    PARTITION_FIELD_ID_BASE,
+    Unsupported,
+    iceberg_schema,
+    literal_default,
+    name_mapping,
+    partition_spec,
+    partition_value,
+)
 
 # Bump when the files this module writes change shape: new names, so old files are never misread.
 REVISION = "1"
@@ -170,8 +178,11 @@ class _Build:
         self.current = builder.lookup.schema(self.head.schema_id)
         self.iceberg_schemas = {sid: iceberg_schema(builder.lookup.schema(sid), n, table_name)
                                 for sid, n in self.schema_ids.items()}
-        self.spec = partition_spec(self.current, self.head.partition_by) if self.head.partition_by \
-            else PartitionSpec(spec_id=0)
+        # One partition spec per partitioning the segments were written with (set_partitioning changes it
+        # without rewriting data); the table's current one is spec 0, the default.
+        self.specs: dict[tuple[int, ...], PartitionSpec] = {}
+        self._field_ids: dict[int, int] = {}
+        self._spec_by_ids(tuple(self.current.column(n).id for n in self.head.partition_by))
 
     def run(self) -> dict:
         snapshots, log = [], []
@@ -202,17 +213,24 @@ class _Build:
         covered = set().union(*[ids for _, ids in kept]) if kept else set()
         fresh = [s for s in segments if s.id not in covered]
         manifests = [m for m, _ in kept]
-        if fresh:
-            manifest = self._data_manifest(table, snapshot_id, seq, schema, fresh, refs)
-            kept.append((manifest, frozenset(s.id for s in fresh)))
+        by_spec: dict[int, list[SegmentInfo]] = {}
+        for segment in fresh:
+            by_spec.setdefault(self._spec(segment).spec_id, []).append(segment)
+        for group in by_spec.values():
+            manifest = self._data_manifest(table, snapshot_id, seq, schema, group, refs)
+            kept.append((manifest, frozenset(s.id for s in group)))
             manifests.append(manifest)
         tombstones = self.b.lookup.tombstone_infos(table.tombstones)
         all_refs = [ref for s in segments for ref in refs[s.id]]
         doomed = deletes.position_deletes(self.warehouse, table, self.b.lookup.schema, all_refs, tombstones,
                                            self.b.deletes_memo)
         deleted_rows = sum(len(p) for p in doomed.values())
-        if doomed:
-            manifests.append(self._delete_manifest(table, snapshot_id, seq, schema, all_refs, doomed))
+        doomed_by_spec: dict[int, dict] = {}
+        segment_of = {r.relative: r.segment for r in all_refs}
+        for relative, positions in doomed.items():
+            doomed_by_spec.setdefault(self._spec(segment_of[relative]).spec_id, {})[relative] = positions
+        for group in doomed_by_spec.values():
+            manifests.append(self._delete_manifest(table, snapshot_id, seq, schema, all_refs, group))
         name = files.content_name("snap", [snapshot_id, seq] + [m.manifest_path for m in manifests], "avro")
         relative = f"{files.version_dir(table.id, table.version_id)}/{name}"
         out = _BufferFile(files.absolute(self.warehouse, relative))
@@ -229,11 +247,31 @@ class _Build:
                             summary=summary, schema_id=self.schema_ids[table.schema_id])
         return snapshot, kept
 
+    def _spec_by_ids(self, source_ids: tuple[int, ...]) -> PartitionSpec:
+        spec = self.specs.get(source_ids)
+        if spec is None:
+            for source in source_ids:
+                self._field_ids.setdefault(source, PARTITION_FIELD_ID_BASE + len(self._field_ids))
+            names = [self.current.by_id(i).name for i in source_ids]
+            spec = partition_spec(self.current, names, len(self.specs), self._field_ids)
+            self.specs[source_ids] = spec
+        return spec
+
+    def _spec(self, segment: SegmentInfo) -> PartitionSpec:
+        written = self.b.lookup.schema(segment.schema_id)
+        ids = []
+        for name in segment.partition_by:
+            column = self.current.source_of(written.column(name))
+            if column is None:
+                raise Unsupported(f"table {self.table_name}: files are partitioned by column '{name}', which the "
+                                  f"table no longer has; branchspark serve does not yet describe such files")
+            ids.append(column.id)
+        return self._spec_by_ids(tuple(ids))
+
     def _partition(self, segment: SegmentInfo) -> Record:
-        if not self.spec.fields:
-            return Record()
+        spec = self._spec(segment)
         values = []
-        for field, name in zip(self.spec.fields, segment.partition_by):
+        for field, name in zip(spec.fields, segment.partition_by):
             iceberg = self.iceberg_schemas[self.head.schema_id].find_field(field.source_id).field_type
             value = partition_value(segment.partition_values.get(name), iceberg)
             values.append(date_to_days(value) if isinstance(iceberg, DateType) and value is not None else value)
@@ -248,12 +286,13 @@ class _Build:
                     content=DataFileContent.DATA, file_path=files.absolute(self.warehouse, ref.relative),
                     file_format=FileFormat.PARQUET, partition=self._partition(segment),
                     record_count=stats.record_count, file_size_in_bytes=stats.size)
-                data.spec_id = self.spec.spec_id
+                data.spec_id = self._spec(segment).spec_id
                 entries.append(ManifestEntry.from_args(status=ManifestEntryStatus.ADDED, snapshot_id=snapshot_id,
                                                        sequence_number=segment.seq, file_sequence_number=segment.seq,
                                                        data_file=data))
         key = ["data", snapshot_id] + sorted(s.id for s in fresh)
-        return self._write_manifest(ManifestWriterV2, table, snapshot_id, seq, schema, key, entries)
+        return self._write_manifest(ManifestWriterV2, self._spec(fresh[0]), table, snapshot_id, seq, schema, key,
+                                    entries)
 
     def _delete_manifest(self, table, snapshot_id, seq, schema, refs, doomed) -> ManifestFile:
         by_path = {r.relative: r for r in refs}
@@ -273,16 +312,19 @@ class _Build:
                 file_format=FileFormat.PARQUET, partition=self._partition(by_path[relative].segment),
                 record_count=len(positions), file_size_in_bytes=len(data),
                 lower_bounds={POS_FILE_PATH_ID: bound}, upper_bounds={POS_FILE_PATH_ID: bound})
-            delete.spec_id = self.spec.spec_id
+            delete.spec_id = self._spec(by_path[relative].segment).spec_id
             entries.append(ManifestEntry.from_args(status=ManifestEntryStatus.ADDED, snapshot_id=snapshot_id,
                                                    sequence_number=seq, file_sequence_number=seq, data_file=delete))
         key = ["deletes", snapshot_id] + [e.data_file.file_path for e in entries]
-        return self._write_manifest(_DeleteManifestWriter, table, snapshot_id, seq, schema, key, entries)
+        spec = self._spec(by_path[next(iter(doomed))].segment)
+        return self._write_manifest(_DeleteManifestWriter, spec, table, snapshot_id, seq, schema, key, entries)
 
-    def _write_manifest(self, writer_class, table, snapshot_id, seq, schema, key, entries) -> ManifestFile:
+    def _write_manifest(self, writer_class, spec, table, snapshot_id, seq, schema, key, entries) -> ManifestFile:
+        # A manifest names its spec and schema by their ids, which depend on the chain: part of its name too.
+        key = [*key, spec.spec_id, spec.model_dump_json(), schema.schema_id]
         relative = f"{files.version_dir(table.id, table.version_id)}/{files.content_name('manifest', key, 'avro')}"
         out = _BufferFile(files.absolute(self.warehouse, relative))
-        writer = writer_class(self.spec, schema, out, snapshot_id, "deflate")
+        writer = writer_class(spec, schema, out, snapshot_id, "deflate")
         with writer:
             for entry in entries:
                 writer.add_entry(entry)
@@ -323,8 +365,8 @@ class _Build:
                                                                                                self.head.id),
             last_updated_ms=snapshots[-1].timestamp_ms if snapshots else int(time.time() * 1000),
             last_column_id=last_column, schemas=list(self.iceberg_schemas.values()),
-            current_schema_id=self.schema_ids[self.head.schema_id], partition_specs=[self.spec], default_spec_id=0,
-            last_partition_id=max([f.field_id for f in self.spec.fields] or [999]), properties=properties,
+            current_schema_id=self.schema_ids[self.head.schema_id], partition_specs=list(self.specs.values()),
+            default_spec_id=0, last_partition_id=max(self._field_ids.values(), default=PARTITION_FIELD_ID_BASE - 1), properties=properties,
             current_snapshot_id=snapshots[-1].snapshot_id, snapshots=snapshots, snapshot_log=log,
             last_sequence_number=snapshots[-1].sequence_number,
             refs={MAIN_BRANCH: SnapshotRef(snapshot_id=snapshots[-1].snapshot_id,

@@ -138,11 +138,14 @@ def name_mapping(snapshot_schemas: list[Schema], written: Iterable[Schema],
     return NameMapping(fields), sorted(set(ambiguous))
 
 
-def partition_spec(schema: Schema, partition_by: Iterable[str], spec_id: int = 0) -> PartitionSpec:
+def partition_spec(schema: Schema, partition_by: Iterable[str], spec_id: int,
+                   field_ids: dict[int, int]) -> PartitionSpec:
+    """Identity partitions on `partition_by`; `field_ids` gives each source column's partition field id (one id
+    per column in every spec of the table)."""
     fields = []
-    for i, name in enumerate(partition_by):
+    for name in partition_by:
         column = schema.column(name)
-        fields.append(PartitionField(source_id=column.id, field_id=PARTITION_FIELD_ID_BASE + i,
+        fields.append(PartitionField(source_id=column.id, field_id=field_ids[column.id],
                                      transform=IdentityTransform(), name=column.name))
     return PartitionSpec(*fields, spec_id=spec_id)
 
