@@ -25,9 +25,15 @@ setup(
         "click>=8.1",
         "rich>=13",
         "psycopg[binary]>=3.1",
+        # branchspark serve (the Iceberg REST catalog): ASGI app, server, Iceberg models and Avro writers
+        "starlette>=0.40",
+        "uvicorn>=0.30",
+        "pyiceberg>=0.12,<0.13",
     ],
     extras_require={
-        "test": ["dbt-tests-adapter>=1.20,<1.21", "pytest>=8,<10", "hypothesis>=6", "pytest-xdist>=3"],
+        "test": ["dbt-tests-adapter>=1.20,<1.21", "pytest>=8,<10", "hypothesis>=6", "pytest-xdist>=3",
+                 # Iceberg clients the serve tests read through (extensions load from the packages' files)
+                 "duckdb>=1.5,<1.6", "duckdb-extension-iceberg", "duckdb-extension-avro", "duckdb-extension-httpfs"],
     },
     entry_points={"console_scripts": ["branchspark=dbt.adapters.branchspark.cli.main:cli"]},
 )

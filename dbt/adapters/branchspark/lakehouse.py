@@ -26,6 +26,7 @@ from .catalog.namespace import Namespace, check_branch_name
 from .catalog.state import BranchInfo, CommitInfo, DatabaseInfo, TableInfo, TableState
 from .catalog.store import CATALOG_URL_ENV, MAIN, default_catalog_url, utcnow
 from .commit_replay import is_hidden_branch
+from .iceberg.files import metadata_roots
 from .spark_errors import unreadable_file
 from .sql_text import QUOTED, quote_identifier, tokens, unquote
 from .storage.layout import SEGMENT_COLUMN, Warehouse
@@ -407,6 +408,7 @@ class Lakehouse:
         tombstone_ids = {s for t in tables for s in t.tombstones}
         keep_roots = {_segment_root(s.path) for s in self.store.segments(segment_ids).values()}
         keep_roots |= {t.path for t in self.store.tombstones(tombstone_ids).values()}
+        keep_roots |= metadata_roots(tables)  # Iceberg metadata of `branchspark serve`, per table version
         report.referenced_segments, report.referenced_tombstones = len(segment_ids), len(tombstone_ids)
         cutoff = time.time() - grace_seconds
         # only the folders of tables this catalog knows: files elsewhere are no business of its gc

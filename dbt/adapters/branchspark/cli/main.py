@@ -19,6 +19,7 @@ from .changes_cmd import changes
 from .graph import commit_graph
 from .merge_cmd import abort, merge, merge_status, resolve
 from .output import console
+from .serve_cmd import serve
 
 
 class Context:
@@ -208,6 +209,7 @@ cli.add_command(merge)
 cli.add_command(merge_status)
 cli.add_command(resolve)
 cli.add_command(abort)
+cli.add_command(serve)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,96 @@
+"""`branchspark serve` read side, measured side by side in one run (issue 21):
+
+1. loadTable latency of a table of N segments (default 1,000: one write of N partitions, one segment per
+   partition) against a table of 1 segment: the first request (metadata built and written) and repeated
+   requests (median). Target: repeated requests flat, N-segment within 2x of 1-segment.
+2. DuckDB scanning a table of R rows (default 1M) with 1% of its rows tombstoned, through the server
+   (position deletes), against DuckDB scanning the same live rows as plain Parquet. Target: <= 1.3x.
+
+    .venv/bin/python bench/iceberg_read.py [--segments 1000] [--rows 1000000]
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+
+from common import spark_session  # noqa: E402  (puts the repo on sys.path)
+
+from dbt.adapters.branchspark.lakehouse import Lakehouse
+from tests.iceberg_clients import duckdb_attach, duckdb_connection, get, served
+
+
+def _latency(url: str, path: str, repeats: int) -> tuple[float, float]:
+    start = time.perf_counter()
+    assert get(url, path).status_code == 200
+    first = time.perf_counter() - start
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        assert get(url, path).status_code == 200
+        samples.append(time.perf_counter() - start)
+    return first, statistics.median(samples)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--segments", type=int, default=1000)
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--repeats", type=int, default=20)
+    args = parser.parse_args()
+    spark = spark_session()
+    warehouse = tempfile.mkdtemp(prefix="bench-iceberg-") + "/warehouse"
+    lh = Lakehouse(spark, warehouse)
+    many = spark.range(args.segments * 10).selectExpr("id", "cast(id % {} as int) as p".format(args.segments),
+                                                      "cast(id as double) as v")
+    with lh.transaction("main", message="bench tables") as tx:
+        tx.create_database("b")
+        tx.create_table_as("b.many", many, partition_by=["p"])
+        tx.create_table_as("b.one", many.coalesce(1))
+        tx.create_table_as("b.big", spark.range(args.rows).selectExpr(
+            "id", "cast(id * 0.5 as double) as v", "concat('s', cast(id % 1000 as string)) as s").coalesce(2))
+    lh.branch("main").delete("b.big", "id % 100 = 7")  # 1% of the rows tombstoned
+    segments = len(lh.snapshot("main").state("b.many").segments)
+    plain = tempfile.mkdtemp(prefix="bench-iceberg-plain-")
+    lh.read("b.big").coalesce(2).write.mode("overwrite").parquet(plain)  # the same live rows, plain Parquet
+    live = lh.read("b.big").count()
+
+    with served(warehouse) as url:
+        prefix = get(url, "/v1/config", warehouse="main").json()["overrides"]["prefix"]
+        one_first, one_repeated = _latency(url, f"/v1/{prefix}/namespaces/b/tables/one", args.repeats)
+        many_first, many_repeated = _latency(url, f"/v1/{prefix}/namespaces/b/tables/many", args.repeats)
+        con = duckdb_connection()
+        duckdb_attach(con, url, "main", "lake")
+        query = "SELECT count(*), sum(id), sum(v), count(DISTINCT s) FROM {}"
+        served_rows = con.execute(query.format("lake.b.big")).fetchone()
+        plain_rows = con.execute(query.format(f"read_parquet('{plain}/*.parquet')")).fetchone()
+        assert served_rows == plain_rows and served_rows[0] == live, (served_rows, plain_rows, live)
+        # The same metadata read straight from its file (no REST catalog): splits the catalog's per-query cost
+        # (DuckDB asks loadTable for every query) from the cost of applying the position deletes.
+        location = get(url, f"/v1/{prefix}/namespaces/b/tables/big").json()["metadata-location"]
+        sources = (("served", "lake.b.big"), ("metadata file", f"iceberg_scan('{location}')"),
+                   ("plain", f"read_parquet('{plain}/*.parquet')"))
+        timings = {name: [] for name, _ in sources}
+        for _ in range(7):  # alternate, so all share the machine's load alike
+            for name, source in sources:
+                start = time.perf_counter()
+                con.execute(query.format(source)).fetchone()
+                timings[name].append(time.perf_counter() - start)
+    with served(warehouse) as url:  # a new process: the metadata is on disk already
+        prefix = get(url, "/v1/config", warehouse="main").json()["overrides"]["prefix"]
+        many_new_process, _ = _latency(url, f"/v1/{prefix}/namespaces/b/tables/many", 1)
+    served_s, plain_s = statistics.median(timings["served"]), statistics.median(timings["plain"])
+    direct_s = statistics.median(timings["metadata file"])
+    print(f"loadTable, 1 segment:        first {one_first * 1000:8.1f} ms, repeated {one_repeated * 1000:6.1f} ms")
+    print(f"loadTable, {segments} segments: first {many_first * 1000:8.1f} ms, repeated {many_repeated * 1000:6.1f} ms, "
+          f"first in a new process (metadata on disk) {many_new_process * 1000:.1f} ms")
+    print(f"ratio repeated loadTable {segments} segments / 1 segment: {many_repeated / one_repeated:.2f}x (target <= 2x)")
+    print(f"DuckDB scan of {live} live rows ({args.rows} written, 1% tombstoned): through branchspark serve "
+          f"{served_s * 1000:.1f} ms, plain Parquet {plain_s * 1000:.1f} ms")
+    print(f"ratio served / plain Parquet: {served_s / plain_s:.2f}x (target <= 1.3x); the same metadata scanned from its "
+          f"file (iceberg_scan, no catalog round trip): {direct_s * 1000:.1f} ms, {direct_s / plain_s:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,71 @@
+"""Where Iceberg metadata files live, and writing them once.
+
+    <warehouse>/tables/<table_id>/iceberg/<table version id>/<content hash>.<ext>
+
+Every file is named by a hash of what it holds, below the table version that first needed it, so a second
+request or another process finds it instead of writing it again, and two writers of the same file write the
+same bytes (each to a temporary name, then an atomic rename). A version's metadata also names files in the
+directories of the earlier versions of its branch; those versions are reachable whenever it is, so `gc`
+keeps them all by keeping the directory of every reachable table version (`metadata_roots`).
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import posixpath
+import uuid
+from collections.abc import Iterable
+
+from pyarrow import fs as pafs
+
+from ..catalog.state import TableState
+from ..storage.layout import Warehouse
+
+ICEBERG_DIR = "iceberg"
+
+
+def version_dir(table_id: str, version_id: str) -> str:
+    return f"tables/{table_id}/{ICEBERG_DIR}/{version_id}"
+
+
+def metadata_roots(tables: Iterable[TableState]) -> set[str]:
+    """The directories (relative to the warehouse) holding the Iceberg metadata of these table versions."""
+    return {version_dir(t.id, t.version_id) for t in tables if t.version_id}
+
+
+def content_name(prefix: str, parts: Iterable, ext: str) -> str:
+    digest = hashlib.sha256("\x1f".join(str(p) for p in parts).encode()).hexdigest()[:32]
+    return f"{prefix}-{digest}.{ext}"
+
+
+def absolute(warehouse: Warehouse, relative: str) -> str:
+    """The location a client reads: a local path stays a path, a URI stays a URI."""
+    return warehouse.uri(relative)
+
+
+def filesystem(warehouse: Warehouse) -> tuple[pafs.FileSystem, str]:
+    return pafs.FileSystem.from_uri(warehouse.root if "://" in warehouse.root else "file://" + warehouse.root)
+
+
+def exists(warehouse: Warehouse, relative: str) -> bool:
+    return warehouse.exists(relative)
+
+
+def write_once(warehouse: Warehouse, relative: str, data: bytes) -> None:
+    """Write `data` at `relative` unless it is there: to a temporary name, then renamed into place, so a
+    reader never sees half a file and concurrent writers of the same content do not harm each other."""
+    if warehouse.exists(relative):
+        return
+    fs, base = filesystem(warehouse)
+    target = posixpath.join(base, relative)
+    fs.create_dir(posixpath.dirname(target), recursive=True)
+    temporary = f"{posixpath.dirname(target)}/.tmp-{os.getpid()}-{uuid.uuid4().hex}-{posixpath.basename(target)}"
+    with fs.open_output_stream(temporary) as out:
+        out.write(data)
+    fs.move(temporary, target)
+
+
+def read(warehouse: Warehouse, relative: str) -> bytes:
+    fs, base = filesystem(warehouse)
+    with fs.open_input_stream(posixpath.join(base, relative)) as stream:
+        return stream.read()

@@ -1,0 +1,160 @@
+"""The Iceberg REST catalog API (apache/iceberg open-api/rest-catalog-open-api.yaml), read side, as a
+Starlette app mounted at /iceberg.
+
+`GET /v1/config?warehouse=<ref>` answers a URL prefix that carries the ref, so every later request names
+its branch or version. Errors use the protocol's shape: {"error": {"message", "type", "code"}}.
+"""
+from __future__ import annotations
+
+import base64
+import binascii
+import hmac
+
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.base import BaseHTTPMiddleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Mount, Route
+
+from .. import errors
+from .schema import Unsupported
+from .service import CatalogService
+
+READ_ONLY = ("branchspark serve is read-only: write on a branch with branchspark (dbt run with a target on that "
+             "branch, or Lakehouse.transaction in Python) and publish with merge_branch")
+_NAMESPACE_SEPARATOR = "\x1f"
+_ENDPOINTS = [
+    "GET /v1/{prefix}/namespaces", "GET /v1/{prefix}/namespaces/{namespace}",
+    "HEAD /v1/{prefix}/namespaces/{namespace}", "GET /v1/{prefix}/namespaces/{namespace}/tables",
+    "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}", "HEAD /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+]
+
+
+def error(status: int, kind: str, message: str) -> JSONResponse:
+    return JSONResponse({"error": {"message": message, "type": kind, "code": status}}, status_code=status)
+
+
+def encode_prefix(ref: str) -> str:
+    """A branch ref as one URL path segment (refs may hold '/' and '@')."""
+    return "r" + base64.urlsafe_b64encode(ref.encode()).decode().rstrip("=")
+
+
+def decode_prefix(prefix: str) -> str:
+    if not prefix.startswith("r"):
+        raise errors.InvalidArgument(f"unknown catalog prefix '{prefix}': ask GET /v1/config?warehouse=<branch> first")
+    body = prefix[1:]
+    try:
+        return base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)).decode()
+    except (binascii.Error, UnicodeDecodeError):
+        raise errors.InvalidArgument(f"unknown catalog prefix '{prefix}': ask GET /v1/config?warehouse=<branch> "
+                                     f"first") from None
+
+
+class _Handlers:
+    def __init__(self, service: CatalogService):
+        self.service = service
+
+    def _snapshot(self, request: Request):
+        return self.service.snapshot(decode_prefix(request.path_params["prefix"]))
+
+    @staticmethod
+    def _namespace(request: Request) -> str:
+        name = request.path_params["namespace"]
+        if _NAMESPACE_SEPARATOR in name:
+            raise errors.DatabaseNotFound(name.replace(_NAMESPACE_SEPARATOR, "."), "this catalog (one namespace "
+                                                                                   "level: databases)")
+        return name
+
+    def config(self, request: Request) -> Response:
+        warehouse = request.query_params.get("warehouse") or "main"
+        self.service.snapshot(warehouse)  # an unknown branch or version fails here, with its name
+        return JSONResponse({"defaults": {}, "overrides": {"prefix": encode_prefix(warehouse)},
+                             "endpoints": _ENDPOINTS})
+
+    def namespaces(self, request: Request) -> Response:
+        snapshot = self._snapshot(request)
+        if request.query_params.get("parent"):
+            parent = request.query_params["parent"]
+            self.service.database(snapshot, parent)
+            return JSONResponse({"namespaces": []})
+        return JSONResponse({"namespaces": [[d.name] for d in self.service.databases(snapshot)]})
+
+    def namespace(self, request: Request) -> Response:
+        database = self.service.database(self._snapshot(request), self._namespace(request))
+        if request.method == "HEAD":
+            return Response(status_code=204)
+        return JSONResponse({"namespace": [database.name],
+                             "properties": {k: str(v) for k, v in database.properties.items()}})
+
+    def tables(self, request: Request) -> Response:
+        database = self._namespace(request)
+        names = self.service.names(self._snapshot(request), database, "table")
+        return JSONResponse({"identifiers": [{"namespace": [database], "name": n} for n in names]})
+
+    def table(self, request: Request) -> Response:
+        snapshot, database = self._snapshot(request), self._namespace(request)
+        name = request.path_params["table"]
+        if request.method == "HEAD":
+            if not self.service.has_table(snapshot, database, name):
+                raise errors.TableNotFound(f"{database}.{name}", snapshot.ns.label)
+            return Response(status_code=204)
+        location, metadata = self.service.load_table(snapshot, database, name)
+        return JSONResponse({"metadata-location": location, "metadata": metadata, "config": {}})
+
+
+def _handle(method):
+    def endpoint(request: Request) -> Response:
+        if request.method not in ("GET", "HEAD"):
+            return error(403, "ForbiddenException", READ_ONLY)
+        try:
+            return method(request)
+        except errors.BranchNotFound as exc:
+            return error(404, "NoSuchWarehouseException", str(exc))
+        except errors.CommitNotFound as exc:
+            return error(404, "NoSuchWarehouseException", str(exc))
+        except errors.DatabaseNotFound as exc:
+            return error(404, "NoSuchNamespaceException", str(exc))
+        except errors.TableNotFound as exc:
+            return error(404, "NoSuchTableException", str(exc))
+        except Unsupported as exc:
+            return error(501, "UnsupportedOperationException", str(exc))
+        except errors.BranchsparkError as exc:
+            return error(400, "BadRequestException", str(exc))
+
+    return endpoint
+
+
+def _refuse(request: Request) -> Response:
+    if request.method in ("GET", "HEAD"):
+        return error(404, "NotFoundException", f"no such endpoint: {request.method} {request.url.path}")
+    return error(403, "ForbiddenException", READ_ONLY)
+
+
+class _BearerToken(BaseHTTPMiddleware):
+    def __init__(self, app, token: str):
+        super().__init__(app)
+        self.expected = f"Bearer {token}".encode()
+
+    async def dispatch(self, request, call_next):
+        given = request.headers.get("authorization", "").encode()
+        if not hmac.compare_digest(given, self.expected):
+            return error(401, "NotAuthorizedException",
+                         "this branchspark catalog needs a bearer token: give the client the token `branchspark "
+                         "serve --token` was started with")
+        return await call_next(request)
+
+
+def create_app(service: CatalogService, token: str | None = None) -> Starlette:
+    handlers = _Handlers(service)
+    every = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH"]
+    routes = [
+        Route("/v1/config", _handle(handlers.config), methods=every),
+        Route("/v1/{prefix}/namespaces", _handle(handlers.namespaces), methods=every),
+        Route("/v1/{prefix}/namespaces/{namespace}", _handle(handlers.namespace), methods=every),
+        Route("/v1/{prefix}/namespaces/{namespace}/tables", _handle(handlers.tables), methods=every),
+        Route("/v1/{prefix}/namespaces/{namespace}/tables/{table}", _handle(handlers.table), methods=every),
+        Route("/v1/{rest:path}", _refuse, methods=every),
+    ]
+    middleware = [Middleware(_BearerToken, token=token)] if token else []
+    return Starlette(routes=[Mount("/iceberg", routes=routes)], middleware=middleware)

@@ -1,0 +1,169 @@
+"""branchspark schemas as Iceberg schemas: types, field ids, the name mapping, identity partitions.
+
+Field ids are branchspark's column ids (unique in the whole catalog). Segment files were written by Spark
+without field ids, under the names their schema version had, so a name mapping maps every name a file may
+hold to a field id: current and older names of each column, and the names of columns the current schema
+no longer has (dropped columns, the hidden identity columns of compacted segments) to ids no schema uses,
+because pyiceberg refuses a file with an unmapped column.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import re
+from collections.abc import Iterable
+
+from pyiceberg.partitioning import PartitionField, PartitionSpec
+from pyiceberg.schema import Schema as IcebergSchema
+from pyiceberg.table.name_mapping import MappedField, NameMapping
+from pyiceberg.transforms import IdentityTransform
+from pyiceberg.types import (
+    BinaryType,
+    BooleanType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
+    NestedField,
+    PrimitiveType,
+    StringType,
+    TimestampType,
+    TimestamptzType,
+)
+from pyspark.sql import types as T
+
+from .. import errors
+from ..catalog.state import Column, Schema
+
+# Ids for names found in files but absent from the current schema: far above any column id.
+UNMAPPED_ID_BASE = 2_000_000_000
+PARTITION_FIELD_ID_BASE = 1000
+_NO_COLUMN = -1  # a name held only by columns no snapshot schema has
+
+_PRIMITIVES = {
+    T.BooleanType: BooleanType(), T.ByteType: IntegerType(), T.ShortType: IntegerType(),
+    T.IntegerType: IntegerType(), T.LongType: LongType(), T.FloatType: FloatType(), T.DoubleType: DoubleType(),
+    T.StringType: StringType(), T.VarcharType: StringType(), T.CharType: StringType(), T.BinaryType: BinaryType(),
+    T.DateType: DateType(), T.TimestampType: TimestamptzType(), T.TimestampNTZType: TimestampType(),
+}
+
+
+class Unsupported(errors.BranchsparkError):
+    """A table shape this server cannot describe to an Iceberg client."""
+
+
+def iceberg_type(column: Column, table_name: str) -> PrimitiveType:
+    data_type = column.data_type
+    if isinstance(data_type, T.DecimalType):
+        return DecimalType(data_type.precision, data_type.scale)
+    for spark_type, iceberg in _PRIMITIVES.items():
+        if isinstance(data_type, spark_type):
+            return iceberg
+    raise Unsupported(f"table {table_name}: column '{column.name}' has type {column.type}, which branchspark serve "
+                      f"does not yet describe to Iceberg clients (nested types are not yet supported); read it "
+                      f"with branchspark in Spark")
+
+
+def iceberg_schema(schema: Schema, schema_id: int, table_name: str) -> IcebergSchema:
+    fields = []
+    for column in schema.columns:
+        default = literal_default(column, table_name)
+        fields.append(NestedField(column.id, column.name, iceberg_type(column, table_name), required=False,
+                                  initial_default=default))
+    return IcebergSchema(*fields, schema_id=schema_id)
+
+
+def literal_default(column: Column, table_name: str):
+    """The column's default as a value, when it is a plain literal (Iceberg's `initial-default`), else None."""
+    if column.default is None:
+        return None
+    text = column.default.strip()
+    kind = iceberg_type(column, table_name)
+    try:
+        if text.lower() == "null":
+            return None
+        if isinstance(kind, StringType) and re.fullmatch(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"", text):
+            return text[1:-1]
+        if isinstance(kind, BooleanType) and text.lower() in ("true", "false"):
+            return text.lower() == "true"
+        if isinstance(kind, (IntegerType, LongType)):
+            return int(text)
+        if isinstance(kind, (FloatType, DoubleType)):
+            return float(text)
+        if isinstance(kind, DecimalType):
+            return decimal.Decimal(text)
+    except (ValueError, decimal.InvalidOperation):
+        return None
+    return None
+
+
+def name_mapping(snapshot_schemas: list[Schema], written: Iterable[Schema],
+                 hidden: Iterable[str]) -> tuple[NameMapping, list[str]]:
+    """The mapping of every name a file may hold to a field id, and the names whose meaning differs between
+    files (one name, two columns): those the mapping cannot express. `snapshot_schemas` (newest first) are
+    the schemas clients read with: their columns keep their ids, the newest name first."""
+    known: list[Column] = []
+    for schema in snapshot_schemas:
+        known += [c for c in schema.columns if all(k.id != c.id for k in known)]
+    names: dict[int, list[str]] = {}
+    owner: dict[str, int] = {}
+    ambiguous: list[str] = []
+    for column in known:
+        names[column.id] = []
+        if column.name.lower() not in owner:  # a name maps to one id: the newest column holding it
+            owner[column.name.lower()] = column.id
+            names[column.id].append(column.name)
+        else:
+            ambiguous.append(column.name)
+    extra: list[str] = []
+    for schema in written:
+        for old in schema.columns:
+            column = next((c for c in known if c.known_as(old.id) or old.known_as(c.id)), None)
+            holder = owner.get(old.name.lower())
+            mine = column.id if column is not None else _NO_COLUMN
+            if holder is None:
+                owner[old.name.lower()] = mine
+                if column is None:
+                    extra.append(old.name)
+                else:
+                    names[column.id].append(old.name)
+            elif holder != mine:
+                ambiguous.append(old.name)
+    fields = [MappedField(field_id=column_id, names=list(dict.fromkeys(n))) for column_id, n in names.items() if n]
+    taken = {n.lower() for n in extra}
+    extra += [h for h in hidden if h.lower() not in owner and h.lower() not in taken]
+    fields += [MappedField(field_id=UNMAPPED_ID_BASE + i, names=[n]) for i, n in enumerate(extra)]
+    return NameMapping(fields), sorted(set(ambiguous))
+
+
+def partition_spec(schema: Schema, partition_by: Iterable[str], spec_id: int,
+                   field_ids: dict[int, int]) -> PartitionSpec:
+    """Identity partitions on `partition_by`; `field_ids` gives each source column's partition field id (one id
+    per column in every spec of the table)."""
+    fields = []
+    for name in partition_by:
+        column = schema.column(name)
+        fields.append(PartitionField(source_id=column.id, field_id=field_ids[column.id],
+                                     transform=IdentityTransform(), name=column.name))
+    return PartitionSpec(*fields, spec_id=spec_id)
+
+
+def partition_value(text: str | None, kind: PrimitiveType):
+    """A partition directory's value (as Spark wrote it in the path) as the value Iceberg stores."""
+    if text is None:
+        return None
+    if isinstance(kind, (IntegerType, LongType)):
+        return int(text)
+    if isinstance(kind, (FloatType, DoubleType)):
+        return float(text)
+    if isinstance(kind, BooleanType):
+        return text.lower() == "true"
+    if isinstance(kind, DecimalType):
+        return decimal.Decimal(text)
+    if isinstance(kind, DateType):
+        return dt.date.fromisoformat(text)
+    if isinstance(kind, StringType):
+        return text
+    raise Unsupported(f"partition values of type {kind} are not yet supported by branchspark serve")

@@ -1,0 +1,278 @@
+"""`branchspark serve` read by real Iceberg clients (pyiceberg's RestCatalog, DuckDB's iceberg extension):
+every table shape, on main and on a branch, before and after a merge, and at earlier versions, reads the rows
+`Lakehouse.read` returns (SPEC section 6). One server process and one small catalog for the module."""
+import datetime
+import decimal
+import json
+import os
+import re
+import subprocess
+
+import pytest
+from pyiceberg.catalog.rest import RestCatalog
+from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
+
+from dbt.adapters.branchspark.iceberg.files import ICEBERG_DIR
+from dbt.adapters.branchspark.iceberg.metadata import INEXACT_PROPERTY
+from dbt.adapters.branchspark.lakehouse import Lakehouse
+from tests.iceberg_clients import BRANCHSPARK, duckdb_attach, duckdb_connection, get, served
+
+TABLES = ["plain", "keyed", "compacted", "keyed_compacted", "evolved", "parted", "empty", "typed", "repartitioned"]
+
+
+def _value(value):
+    """Timestamps as UTC instants: Spark gives local naive times, the Iceberg clients UTC-aware ones."""
+    if isinstance(value, datetime.datetime):
+        return value.astimezone(datetime.timezone.utc)
+    return value
+
+
+def _rows(rows) -> list:
+    return sorted((tuple(_value(v) for v in r) for r in rows), key=repr)
+
+
+@pytest.fixture(scope="module")
+def lake(spark, tmp_path_factory):
+    warehouse = str(tmp_path_factory.mktemp("iceberg") / "warehouse")
+    lh = Lakehouse(spark, warehouse)
+    df = spark.createDataFrame
+    ten = [(i, f"n{i}") for i in range(10)]
+    with lh.transaction("main", message="setup") as tx:
+        tx.create_database("shop")
+        tx.create_table_as("shop.plain", df(ten, "id int, name string"))
+        tx.create_table_as("shop.keyed", df(ten, "id int, name string"), primary_key=["id"])
+        tx.create_table_as("shop.compacted", df(ten, "id int, name string"))
+        tx.create_table_as("shop.keyed_compacted", df(ten, "id int, name string"), primary_key=["id"])
+        tx.create_table_as("shop.evolved", df([(i, f"n{i}", "x") for i in range(4)], "id int, name string, gone string"))
+        tx.create_table_as("shop.parted", df([(i, "eu" if i % 2 else "us") for i in range(10)], "id int, region string"),
+                           partition_by=["region"])
+        tx.create_table("shop.empty", df([], "id int, name string").schema)
+        tx.create_table_as("shop.readded", df([(1, "old")], "id int, c string"))
+        tx.create_table_as("shop.repartitioned", df([(i, "eu" if i % 2 else "us") for i in range(4)],
+                                                    "id int, region string"))
+        tx.create_table_as("shop.typed", df(
+            [(i, datetime.datetime(2024, 1, 1, 10, i), datetime.date(2024, 1, 1 + i % 3), decimal.Decimal(f"{i}.25"),
+              i % 2 == 0, 1.5 * i, bytes([i]), i) for i in range(6)],
+            "id long, ts timestamp, d date, amt decimal(10,2), flag boolean, x float, b binary, small smallint"),
+            partition_by=["d"])
+    setup = lh.resolve("main")
+    main = lh.branch("main")
+    main.delete("shop.plain", "id < 3")
+    main.upsert("shop.keyed", df([(1, "upd"), (20, "new")], "id int, name string"))
+    main.delete("shop.keyed", "id = 2")
+    main.delete("shop.compacted", "id in (0, 1)")
+    main.compact("shop.compacted")
+    main.delete("shop.compacted", "id = 5")  # a tombstone on rows of a compacted segment
+    main.upsert("shop.keyed_compacted", df([(1, "upd")], "id int, name string"))
+    main.compact("shop.keyed_compacted")
+    main.upsert("shop.keyed_compacted", df([(3, "upd3"), (1, "again")], "id int, name string"))
+    with lh.transaction("main", message="evolve") as tx:
+        tx.rename_column("shop.evolved", "name", "title")
+        tx.drop_column("shop.evolved", "gone")
+        tx.alter_column_type("shop.evolved", "id", "bigint")
+        tx.add_column("shop.evolved", "extra", "int", default="7")
+    main.insert("shop.evolved", df([(10, "t10", 1)], "id bigint, title string, extra int"))
+    main.delete("shop.parted", "id = 3")
+    main.delete("shop.typed", "id = 1")
+    main.drop_column("shop.readded", "c")
+    main.add_column("shop.readded", "c", "string")  # a new column under the dropped one's name
+    main.insert("shop.readded", df([(2, "new")], "id int, c string"))
+    with lh.transaction("main", message="repartition") as tx:  # new files partitioned, old ones as they were
+        tx.set_partitioning("shop.repartitioned", ["region"])
+        tx.insert("shop.repartitioned", df([(i, "eu" if i % 2 else "us") for i in range(4, 8)], "id int, region string"))
+    main.delete("shop.repartitioned", "id in (1, 6)")
+    lh.create_branch("dev")
+    dev = lh.branch("dev")
+    dev.insert("shop.plain", df([(100, "dev")], "id int, name string"))
+    dev.delete("shop.plain", "id = 4")
+    dev.upsert("shop.keyed", df([(5, "dev5")], "id int, name string"))
+    dev.delete("shop.parted", "id = 4")
+    before_merge = lh.resolve("main")
+    with served(warehouse) as url:
+        yield {"lh": lh, "url": url, "setup": setup, "before_merge": before_merge, "warehouse": warehouse}
+    lh.store.dispose()
+
+
+def _pyiceberg(url: str, warehouse: str, **extra) -> RestCatalog:
+    return RestCatalog("bs", uri=url, warehouse=warehouse, **extra)
+
+
+def _check_both_clients(lake, ref: str, at=None):
+    """Every table read through pyiceberg and DuckDB at `ref` equals Lakehouse.read at `at` (default `ref`)."""
+    lh = lake["lh"]
+    catalog = _pyiceberg(lake["url"], ref)
+    con = duckdb_connection()
+    duckdb_attach(con, lake["url"], ref, "lake")
+    for name in TABLES:
+        expected = _rows(lh.read(f"shop.{name}", at=at or ref).collect())
+        arrow = catalog.load_table(("shop", name)).scan().to_arrow()
+        assert _rows(tuple(r.values()) for r in arrow.to_pylist()) == expected, (ref, name, "pyiceberg")
+        assert _rows(con.execute(f"SELECT * FROM lake.shop.{name}").fetchall()) == expected, (ref, name, "duckdb")
+
+
+def test_every_shape_on_main_and_dev_before_merge(lake):
+    _check_both_clients(lake, "main")
+    _check_both_clients(lake, "dev")
+    assert len(lake["lh"].read("shop.compacted").collect()) == 7  # the shapes are what they claim
+    assert lake["lh"].read("shop.evolved").columns == ["id", "title", "extra"]
+
+
+def test_every_shape_after_merge_and_fixed_versions(lake):
+    lh = lake["lh"]
+    lh.merge("dev", "main")
+    _check_both_clients(lake, "main")
+    assert 100 in [r[0] for r in lh.read("shop.plain").collect()]  # the merge brought dev's rows
+    before = lake["before_merge"]
+    _check_both_clients(lake, f"main@{before.id}", at=before.id)
+    _check_both_clients(lake, f"main@{before.short_id}", at=before.id)
+    moment = lake["setup"].ts.isoformat()
+    _check_both_clients(lake, f"main@{moment}", at=lake["setup"].id)
+
+
+def test_time_travel_by_snapshot_id_and_timestamp(lake):
+    lh = lake["lh"]
+    catalog = _pyiceberg(lake["url"], "main")
+    con = duckdb_connection()
+    duckdb_attach(con, lake["url"], "main", "lake")
+    for name in ("plain", "keyed", "compacted", "keyed_compacted", "evolved"):
+        table = catalog.load_table(("shop", name))
+        snapshots = table.snapshots()
+        assert len(snapshots) >= 2, name
+        for snapshot in snapshots:
+            commit = snapshot.summary["branchspark.commit"]
+            expected = _rows(lh.read(f"shop.{name}", at=commit).collect())
+            got = table.scan(snapshot_id=snapshot.snapshot_id).to_arrow().to_pylist()
+            assert _rows(tuple(r.values()) for r in got) == expected, (name, commit)
+            ducked = con.execute(f"SELECT * FROM lake.shop.{name} AT (VERSION => {snapshot.snapshot_id})")
+            assert _rows(ducked.fetchall()) == expected, (name, commit, "duckdb")
+        first = snapshots[0]
+        assert table.snapshot_as_of_timestamp(first.timestamp_ms).snapshot_id == first.snapshot_id
+
+
+def test_column_default_older_rows_what_each_client_reads(lake):
+    """Iceberg v2 has no default for rows written before a column existed: the table says so. The field's
+    initial-default (an Iceberg v3 field) carries a literal default; pyiceberg and DuckDB both apply it."""
+    table = _pyiceberg(lake["url"], "main").load_table(("shop", "evolved"))
+    assert "column extra" in table.properties[INEXACT_PROPERTY]
+    expected = _rows(lake["lh"].read("shop.evolved").collect())
+    assert (0, "n0", 7) in expected
+    pyiceberg_rows = _rows(tuple(r.values()) for r in table.scan().to_arrow().to_pylist())
+    assert pyiceberg_rows == expected  # pyiceberg applies the field's initial-default
+    con = duckdb_connection()
+    duckdb_attach(con, lake["url"], "main", "lake")
+    ducked = _rows(con.execute("SELECT * FROM lake.shop.evolved").fetchall())
+    assert ducked == expected
+
+
+def test_name_of_a_dropped_column_reused_what_each_client_reads(lake):
+    """A name held by two columns in different files: the name mapping gives it to the newest column, so
+    Iceberg clients read the dropped column's old values where branchspark reads NULL; the table says so."""
+    expected = _rows(lake["lh"].read("shop.readded").collect())
+    assert expected == [(1, None), (2, "new")]
+    table = _pyiceberg(lake["url"], "main").load_table(("shop", "readded"))
+    assert "name c: files hold it for two different columns" in table.properties[INEXACT_PROPERTY]
+    shown = [(1, "old"), (2, "new")]
+    assert _rows(tuple(r.values()) for r in table.scan().to_arrow().to_pylist()) == shown
+    con = duckdb_connection()
+    duckdb_attach(con, lake["url"], "main", "lake")
+    assert _rows(con.execute("SELECT * FROM lake.shop.readded").fetchall()) == shown
+
+
+def test_name_mapping_maps_every_name_files_hold(lake):
+    table = _pyiceberg(lake["url"], "main").load_table(("shop", "evolved"))
+    mapping = {n: f["field-id"] for f in json.loads(table.properties["schema.name-mapping.default"]) for n in f["names"]}
+    assert mapping["name"] == mapping["title"]  # renamed: the old files' name maps to the column
+    assert "gone" in mapping and mapping["gone"] not in {f.field_id for f in table.schema().fields}
+    compacted = _pyiceberg(lake["url"], "main").load_table(("shop", "compacted"))
+    hidden = json.loads(compacted.properties["schema.name-mapping.default"])
+    assert {"_bs_file", "_bs_pos", "_bs_seq"} <= {n for f in hidden for n in f["names"]}
+
+
+def test_metadata_written_once_and_reused(lake):
+    first = get(lake["url"], "/v1/config", warehouse="main").json()["overrides"]["prefix"]
+    path = f"/v1/{first}/namespaces/shop/tables/keyed"
+    a = get(lake["url"], path).json()
+    location = a["metadata-location"]
+    stamp = os.stat(location).st_mtime_ns
+    b = get(lake["url"], path).json()
+    assert b["metadata-location"] == location and os.stat(location).st_mtime_ns == stamp
+    with served(lake["warehouse"], "--token", "s3cret") as other:  # another process finds the same file
+        c = get(other, path, token="s3cret").json()
+    assert c["metadata-location"] == location and os.stat(location).st_mtime_ns == stamp
+    assert f"/{ICEBERG_DIR}/" in location
+
+
+def test_token_required_and_401_without_it(lake):
+    with served(lake["warehouse"], "--token", "s3cret") as url:
+        refused = get(url, "/v1/config", warehouse="main")
+        assert refused.status_code == 401 and refused.json()["error"]["code"] == 401
+        assert get(url, "/v1/config", token="wrong", warehouse="main").status_code == 401
+        catalog = _pyiceberg(url, "main", token="s3cret")
+        assert catalog.load_table(("shop", "plain")).scan().to_arrow().num_rows == \
+            lake["lh"].read("shop.plain").count()
+        con = duckdb_connection()
+        duckdb_attach(con, url, "main", "tok", token="s3cret")
+        assert con.execute("SELECT count(*) FROM tok.shop.plain").fetchone()[0] == lake["lh"].read("shop.plain").count()
+
+
+def test_other_address_needs_a_token(lake):
+    result = subprocess.run([BRANCHSPARK, "--warehouse", lake["warehouse"], "serve", "--host", "0.0.0.0",
+                             "--port", "1"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1
+    assert result.stdout.strip().startswith("error: --host 0.0.0.0") and "--token" in result.stdout
+    assert "Traceback" not in result.stdout + result.stderr
+
+
+def test_not_found_shapes(lake):
+    url = lake["url"]
+    missing = get(url, "/v1/config", warehouse="nope")
+    assert missing.status_code == 404
+    assert missing.json()["error"]["type"] == "NoSuchWarehouseException" and "'nope'" in missing.json()["error"]["message"]
+    prefix = get(url, "/v1/config", warehouse="main").json()["overrides"]["prefix"]
+    body = get(url, f"/v1/{prefix}/namespaces/nodb").json()["error"]
+    assert body["code"] == 404 and body["type"] == "NoSuchNamespaceException" and "'nodb'" in body["message"]
+    body = get(url, f"/v1/{prefix}/namespaces/shop/tables/nothere").json()["error"]
+    assert body["code"] == 404 and body["type"] == "NoSuchTableException" and "shop.nothere" in body["message"]
+    assert get(url, f"/v1/{prefix}/namespaces/shop/tables/nothere", method="HEAD").status_code == 404
+    assert get(url, f"/v1/{prefix}/namespaces/shop/tables/plain", method="HEAD").status_code == 204
+    catalog = _pyiceberg(url, "main")
+    with pytest.raises(NoSuchTableError, match="shop.nothere"):
+        catalog.load_table(("shop", "nothere"))
+    with pytest.raises(NoSuchNamespaceError, match="nodb"):
+        catalog.list_tables("nodb")
+    later = get(url, "/v1/config", warehouse="main@2001-01-01T00:00:00")
+    assert later.status_code == 404 and "main@2001-01-01" in later.json()["error"]["message"]
+
+
+def test_writes_refused_naming_the_branchspark_way(lake):
+    prefix = get(lake["url"], "/v1/config", warehouse="main").json()["overrides"]["prefix"]
+    for method, path in (("POST", "/namespaces"), ("POST", "/namespaces/shop/tables"),
+                         ("POST", "/namespaces/shop/tables/plain"), ("DELETE", "/namespaces/shop/tables/plain"),
+                         ("POST", "/tables/rename"), ("POST", "/transactions/commit")):
+        response = get(lake["url"], f"/v1/{prefix}{path}", method=method)
+        body = response.json()["error"]
+        assert response.status_code == 403 and body["type"] == "ForbiddenException", (method, path)
+        assert "read-only" in body["message"] and "dbt run" in body["message"] and "merge_branch" in body["message"]
+    con = duckdb_connection()
+    duckdb_attach(con, lake["url"], "main", "lake")
+    for statement in ("CREATE SCHEMA lake.newdb", "CREATE TABLE lake.shop.t2 (a int)", "DROP TABLE lake.shop.plain"):
+        with pytest.raises(Exception, match="read-only: write on a branch with branchspark"):
+            con.execute(statement)
+    # pyiceberg does not even send a write: the server's config lists only the read endpoints
+    with pytest.raises(NotImplementedError, match="POST /v1/{prefix}/namespaces"):
+        _pyiceberg(lake["url"], "main").create_namespace("newdb")
+    assert lake["lh"].read("shop.plain").count() > 0 and not lake["lh"].snapshot("main").has_database("newdb")
+
+
+def test_gc_keeps_metadata_of_reachable_versions_only(lake):
+    lh, spark_df = lake["lh"], lake["lh"].spark.createDataFrame
+    lh.create_branch("scratch")
+    lh.branch("scratch").insert("shop.plain", spark_df([(999, "tmp")], "id int, name string"))
+    kept = _pyiceberg(lake["url"], "main").load_table(("shop", "plain")).metadata_location
+    gone = _pyiceberg(lake["url"], "scratch").load_table(("shop", "plain")).metadata_location
+    assert os.path.exists(gone)
+    lh.drop_branch("scratch")
+    report = lh.gc(grace_seconds=0)
+    assert os.path.exists(kept) and not os.path.exists(gone)
+    assert any(re.search(rf"/{ICEBERG_DIR}/", f) for f in report.deleted_files)
+    _check_both_clients(lake, "main")  # every reachable version still reads
