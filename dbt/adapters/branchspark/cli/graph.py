@@ -2,7 +2,7 @@
 
 Commits come in git's graph order (`graph_order`: no parent before all its children, and the
 line of history a merge brought in shown before the merge's first parent goes on). Each
-commit's row is a commit line, then, for a merge, a line that forks its parents (`|\\`), then
+commit's row is a commit line, then, for a merge (two parents), a line that forks them (`|\\`), then
 as many lines as it takes for lanes that now wait for the same commit to move left and join
 (`|/`, with `_` for a long move). The drawing works on character positions: a lane of column
 c stands at position 2c; while moving left it passes through the positions between.
@@ -53,20 +53,7 @@ class GraphDrawer:
         if commit_id not in columns:
             columns.append(commit_id)
         column = columns.index(commit_id)
-        new_columns: list[str] = []
-
-        def place(wanted: str) -> int:
-            if wanted not in new_columns:
-                new_columns.append(wanted)
-            return new_columns.index(wanted)
-
-        targets: dict[int, int] = {}
-        parent_columns: list[int] = []
-        for index, waiting in enumerate(columns):
-            if index == column:
-                parent_columns = [place(p) for p in parents]
-            else:
-                targets[index] = place(waiting)
+        new_columns, targets, parent_columns = _next_columns(columns, column, parents)
         merge = len(parent_columns) > 1
         # A merge whose first parent is a lane to its left forks from there (layout 0: `/|`);
         # otherwise the first parent goes straight down and the others branch right (layout 1: `|\`).
@@ -177,6 +164,27 @@ class GraphDrawer:
         self.mapping = moved
         self.last_line = "collapsing"
         return "".join(chars)
+
+
+def _next_columns(columns: list[str], column: int, parents: list[str]):
+    """The lanes after the commit in `column`: its parents take its place, every other lane keeps its
+    order, and lanes waiting for the same commit become one. Returns the new lanes, each other old lane's
+    new column, and the parents' new columns."""
+    new_columns: list[str] = []
+
+    def place(wanted: str) -> int:
+        if wanted not in new_columns:
+            new_columns.append(wanted)
+        return new_columns.index(wanted)
+
+    targets: dict[int, int] = {}
+    parent_columns: list[int] = []
+    for index, waiting in enumerate(columns):
+        if index == column:
+            parent_columns = [place(p) for p in parents]
+        else:
+            targets[index] = place(waiting)
+    return new_columns, targets, parent_columns
 
 
 def _settled(mapping: list[int]) -> bool:

@@ -63,14 +63,16 @@ def log(obj, ref, graph, all_branches, first_parent, nodes, limit):
 
 def _history(store, heads: list[str], first_parent: bool) -> list[CommitInfo]:
     """Commits reachable from `heads` (by first parents only, if asked), newest first."""
-    found: dict[str, CommitInfo] = {}
+    if not first_parent:
+        found = store.commits(store.reachable_commits(heads))  # one scan of the commit graph
+        return sorted(found.values(), key=lambda c: c.seq, reverse=True)
+    chains: dict[str, CommitInfo] = {}
     for head in dict.fromkeys(heads):
-        walk = store.first_parents(head) if first_parent else store.ancestors(head)
-        for commit in walk:
-            if commit.id in found and first_parent:
+        for commit in store.first_parents(head):
+            if commit.id in chains:
                 break  # the rest of this chain is listed already
-            found[commit.id] = commit
-    return sorted(found.values(), key=lambda c: c.seq, reverse=True)
+            chains[commit.id] = commit
+    return sorted(chains.values(), key=lambda c: c.seq, reverse=True)
 
 
 def _merged_in(store, merge: CommitInfo) -> list[CommitInfo]:
