@@ -11,7 +11,11 @@ $(VENV)/.installed: setup.py
 	$(PY) -m pip install --quiet -e ".[test]"
 	touch $@
 
+# dbt --version lists only adapters found under site-packages/dbt/adapters, where an editable install
+# puts nothing (dbt-core issue 8504): a link there makes it list branchspark under Plugins.
 install: $(VENV)/.installed
+	@ln -sfn "$(abspath dbt/adapters/branchspark)" \
+	  "$$($(PY) -c 'import dbt.adapters; print(dbt.adapters.__path__[0])')/branchspark"
 
 # tests/run.sh starts a private PostgreSQL and a Spark Connect server on 127.0.0.1 (unless the
 # BRANCHSPARK_TEST_*_URL variables name running ones), then runs the suite in-process and the

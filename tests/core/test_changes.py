@@ -289,8 +289,6 @@ def test_bad_input_gets_one_clear_error_line(lh, spark, orders):
     assert "\n" not in str(info.value)
     with pytest.raises(errors.InvalidArgument, match="not on the first-parent history"):
         table_changes(lh, orders, "main", start)  # from newer than to
-    with pytest.raises(errors.InvalidArgument, match="has no primary key"):
-        table_changes(lh, orders, start, "main", net=True)
     with pytest.raises(errors.CommitNotFound):
         table_changes(lh, orders, "no-such-version", "main")
     with pytest.raises(errors.BranchNotFound):
@@ -353,7 +351,4 @@ def test_cli_changes_prints_counts_and_first_rows(lh, spark, orders, warehouse):
     assert result.exit_code == 0, result.output
     assert "1 deleted, 1 inserted" in result.output and "_commit_seq" in result.output
     assert "first 1 of 2 changes" in result.output
-    result = CliRunner().invoke(cli, ["--warehouse", warehouse, "changes", orders, "--from", start, "--net"],
-                                env={"COLUMNS": "200"})
-    assert result.exit_code == 1 and result.output.startswith("error: table 'shop.orders' has no primary key")
     assert isinstance(changes_command, click.Command)

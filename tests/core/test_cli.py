@@ -20,7 +20,8 @@ def test_init_branch_log_show_gc(lh, spark, orders, warehouse):
     code, out = run(warehouse, "log", "dev")
     assert code == 0
     lines = [l for l in out.splitlines() if l.strip()]
-    assert lines[0].startswith("* ") and "(dev)" in lines[0] and "remove first order" in lines[0]
+    assert lines[0].startswith(lh.get_branch("dev").head[:12]) and "(dev)" in lines[0]
+    assert "remove first order" in lines[0]
     assert "delete shop.orders" in lines[0] and "initialize catalog" in lines[-1]
     code, out = run(warehouse, "show", "shop.orders", "--branch", "dev")
     assert code == 0 and "amount" in out and "double" in out and "rows: 4" in out and "tombstones: 1" in out
@@ -40,13 +41,15 @@ def test_log_graph_shows_a_merge_lane():
     from datetime import datetime
 
     from dbt.adapters.branchspark.catalog.state import CommitInfo
-    from dbt.adapters.branchspark.cli.graph import commit_graph
+    from dbt.adapters.branchspark.cli.graph import GraphDrawer
 
     now = datetime(2026, 1, 1)
     commits = [CommitInfo("m", 5, now, ("a2", "b1"), "merge", None), CommitInfo("b1", 4, now, ("a1",), "b", None),
                CommitInfo("a2", 3, now, ("a1",), "a", None), CommitInfo("a1", 2, now, ("r",), "a1", None),
                CommitInfo("r", 1, now, (), "root", None)]
-    assert commit_graph(commits) == ["*", "| *", "* |", "*", "*"]
+    drawer = GraphDrawer()
+    lines = [line.rstrip() for c in commits for line in drawer.draw(c.id, c.parents)]
+    assert lines == ["*", "|\\", "| *", "* |", "|/", "*", "*"]  # as git draws it
 
 
 def test_merge_prints_outcomes_and_a_conflict_table(lh, spark, orders, warehouse):

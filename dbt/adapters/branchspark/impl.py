@@ -420,8 +420,9 @@ class BranchSparkAdapter(SparkAdapter):
     @available
     def merge_branch(self, src: str, dest: Optional[str] = None, strategy: str = "merge", on_conflict="abort",
                      dry_run: bool = False, message: Optional[str] = None, drivers=None,
-                     continue_: bool = False) -> str:
-        """MERGE BRANCH src TO dest (default: the target's branch); returns the report dbt prints."""
+                     continue_: bool = False, views=None) -> str:
+        """MERGE BRANCH src TO dest (default: the target's branch); returns the report dbt prints.
+        `views`: the project's view models (schema.alias), published with the tables (merge/views.py)."""
         from dbt.adapters.branchspark.branch_session import _author
         from dbt.adapters.branchspark.merge_operation import run_merge
 
@@ -431,7 +432,7 @@ class BranchSparkAdapter(SparkAdapter):
             raise DbtRuntimeError("merge_branch needs src: --args '{src: dev, dest: main}'")
         text = self._run("merge_branch", lambda: run_merge(
             session.lakehouse, str(src) if src else None, str(dest), str(strategy), on_conflict, dry_run, message,
-            _author(), drivers, continue_))
+            _author(), drivers, continue_, views=_as_list(views)))
         if dest == session.branch:
             session.expose_branch()  # this run now reads the merged branch
         return text

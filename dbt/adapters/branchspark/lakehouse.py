@@ -300,13 +300,14 @@ class Lakehouse:
 
     def merge(self, src: str | None, into: str = MAIN, *, strategy: str = "merge", on_conflict="abort",
               dry_run: bool = False, message: str | None = None, author: str | None = None, drivers=None,
-              continue_: bool = False):
+              continue_: bool = False, views=()):
         """MERGE BRANCH src TO into (SPEC 3): one merge commit on `into`; see merge/merger.py.
-        Paused merges, drivers and rebase: docs/interactive-merge.md."""
+        Paused merges, drivers and rebase: docs/interactive-merge.md. Only databases and tables merge,
+        unless `views` names views of src to carry in the same commit (merge/views.py; dbt does)."""
         from .merge.merger import merge_branch
 
         return merge_branch(self, src, into, strategy=strategy, on_conflict=on_conflict, dry_run=dry_run,
-                            message=message, author=author, drivers=drivers, continue_=continue_)
+                            message=message, author=author, drivers=drivers, continue_=continue_, views=views)
 
     def merge_status(self, dest: str = MAIN) -> dict:
         from .merge.interactive import status

@@ -42,13 +42,14 @@ def _drivers(expressions) -> dict:
 
 
 def run_merge(lakehouse, src: str, dest: str, strategy: str, on_conflict, dry_run: bool,
-              message: Optional[str], author: str, drivers=None, continue_: bool = False) -> str:
+              message: Optional[str], author: str, drivers=None, continue_: bool = False, views=()) -> str:
+    """`views`: the project's views, carried with the tables (SPEC 5; the core alone merges tables only)."""
     from .errors import MergeConflict
 
     try:
         result = lakehouse.merge(src, dest, strategy=strategy, on_conflict=on_conflict, dry_run=bool(dry_run),
                                  message=message, author=author, drivers=_drivers(drivers),
-                                 continue_=bool(continue_))
+                                 continue_=bool(continue_), views=views)
     except MergeConflict as conflict:
         raise DbtRuntimeError(f"{report_text(conflict.report)}\n{conflict}") from None
     text = report_text(result)

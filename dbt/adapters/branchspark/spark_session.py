@@ -14,7 +14,7 @@ from typing import Dict
 from pyspark.sql import SparkSession
 
 from dbt.adapters.branchspark.storage import deletion_vectors
-from dbt.adapters.branchspark.storage.session import CONNECT_RUNTIME_SETTINGS, is_connect, quiet
+from dbt.adapters.branchspark.storage.session import CONNECT_RUNTIME_SETTINGS, connect_progress, is_connect, quiet
 
 # No Hive: writes never go to the Spark catalog, it only holds our temp views.
 DEFAULT_SPARK_CONFIG: Dict[str, str] = {
@@ -55,6 +55,7 @@ def spark_session(spark_config: Dict[str, str], remote_url: str = "") -> SparkSe
                 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
             builder = SparkSession.builder
             if remote_url:
+                connect_progress(spark_config)  # the client's bars: off unless the profile asks
                 builder = builder.remote(remote_url)
             for key, value in config.items():
                 builder = builder.config(key, value)

@@ -2,7 +2,7 @@
 
     from dbt.adapters.branchspark.changes import open_changes, table_changes
     table_changes(lh, "shop.orders", from_="a1b2c3d4e5f6", to="main")           # DataFrame
-    table_changes(lh, "shop.orders", "2026-11-20T10:00:00", "dev", net=True)    # net per key
+    table_changes(lh, "shop.orders", "2026-11-20T10:00:00", "dev", net=True)    # net per key (or row)
     with open_changes(lh, "shop.orders", last_seen, "main") as changes:         # arrow batches
         for data, tombstones, hint in changes: ...
 
@@ -12,11 +12,10 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame
 
-from .. import errors
 from ..lakehouse import Lakehouse
 from .feed import CHANGE_TYPE, COMMIT_ID, COMMIT_SEQ, COMMIT_TS, DELETE, INSERT, ORDER, ChangeFeed
 from .handle import DEFAULT_BATCH_ROWS, ChangesHandle, Hint
-from .net import net_changes
+from .net import net_changes, net_rows
 from .versions import ChangeRange, plan_range
 
 __all__ = ["table_changes", "open_changes", "ChangesHandle", "Hint", "plan_range", "ChangeRange", "CHANGE_TYPE",
@@ -30,16 +29,15 @@ def table_changes(lakehouse: Lakehouse, table: str, from_, to=None, branch: str 
     Ordered by commit time, and at one commit deletes before inserts (an update is a delete
     of the old image and an insert of the new one). `from_` empty, None or 0: the rows of
     `to`, all as inserts of the `to` commit. `to` None: the head of `branch` (default main).
-    net=True folds each primary key's changes into their net effect (see changes/net.py).
+    net=True folds each primary key's changes into their net effect; on a keyless table, identical
+    rows net out (see changes/net.py).
     """
     plan = plan_range(lakehouse, table, from_, to, branch)
     feed = ChangeFeed(lakehouse, plan)
     frame = feed.frame()
     if net:
-        if not plan.state.primary_key:
-            raise errors.InvalidArgument(f"table '{table}' has no primary key, so its changes cannot be folded per "
-                                         f"key: drop net=True, or declare a primary key")
-        frame = net_changes(frame, plan.state.primary_key, feed.columns)
+        frame = (net_changes(frame, plan.state.primary_key, feed.columns) if plan.state.primary_key
+                 else net_rows(frame, feed.columns))
     return frame.orderBy(*ORDER)
 
 

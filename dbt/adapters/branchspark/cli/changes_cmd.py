@@ -19,7 +19,7 @@ from .output import console
 @click.option("--to", default=None, help="Commit id, branch, branch@time or time [default: head of --branch].")
 @click.option("--branch", default=None, help="Branch whose history times refer to [default: --to if a branch, "
                                              "else main].")
-@click.option("--net", is_flag=True, help="Fold each primary key's changes into their net effect.")
+@click.option("--net", is_flag=True, help="Fold each primary key's (keyless: each row image's) changes into their net effect.")
 @click.option("--limit", "-n", type=int, default=20, show_default=True, help="How many change rows to show.")
 @click.pass_obj
 def changes(obj, table_name, from_, to, branch, net, limit):

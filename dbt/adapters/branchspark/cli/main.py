@@ -16,7 +16,7 @@ from ..catalog.url import redact_text, redact_url
 from ..lakehouse import Lakehouse
 from ..spark_errors import unreadable_file
 from .changes_cmd import changes
-from .graph import commit_graph
+from .log_cmd import log
 from .merge_cmd import abort, merge, merge_status, resolve
 from .output import console
 from .serve_cmd import serve
@@ -134,23 +134,6 @@ def branch_protect(obj: Context, name, off):
 
 
 @cli.command()
-@click.argument("ref", default="main")
-@click.option("--limit", "-n", type=int, default=None)
-@click.pass_obj
-def log(obj: Context, ref, limit):
-    """Commits reachable from REF, newest first, with the commit graph."""
-    commits = obj.lakehouse.log(ref, limit)
-    heads = {}
-    for info in obj.lakehouse.list_branches():
-        heads.setdefault(info.head, []).append(info.name)
-    for prefix, commit in zip(commit_graph(commits), commits):
-        names = f" [yellow]({', '.join(heads[commit.id])})[/yellow]" if commit.id in heads else ""
-        ops = ", ".join(sorted({f"{o.op} {o.object_name}" for o in commit.operations}))[:100]
-        console.print(f"{prefix} [cyan]{commit.short_id}[/cyan]{names} {commit.ts:%Y-%m-%d %H:%M:%S} "
-                      f"{commit.message}" + (f" [dim]\\[{ops}][/dim]" if ops else ""))
-
-
-@cli.command()
 @click.argument("table_name")
 @click.option("--branch", "ref", default="main", show_default=True, help="Branch, commit id or branch@time.")
 @click.pass_obj
@@ -205,6 +188,7 @@ def gc(obj: Context, grace, drop_run_branches_after, dry_run):
 
 
 cli.add_command(changes)
+cli.add_command(log)
 cli.add_command(merge)
 cli.add_command(merge_status)
 cli.add_command(resolve)

@@ -32,11 +32,12 @@ ROW_RULES = ("3.4 insert", "3.4 update/delete", "3.4 cells", "A1", "A3", "driver
 
 
 def start(lakehouse: "Lakehouse", src: str, src_head: str, dest: str, dest_head: str, base: str, *,
-          interactive: bool, message: str | None, author: str | None, drivers=None) -> MergeResult:
+          interactive: bool, message: str | None, author: str | None, drivers=None, views=()) -> MergeResult:
     lakehouse.store.refuse_if_paused(dest)
     paused = P.PausedMerge(dest, "merge", src, src_head, dest_head, base,
                            P.INSPECTING_SCHEMA if interactive else P.NOT_STARTED,
-                           {"interactive": interactive, "message": message, "author": author})
+                           {"interactive": interactive, "message": message, "author": author,
+                            "views": list(views or ())})
     return _advance(lakehouse, paused, drivers, continuing=False)
 
 
@@ -62,6 +63,7 @@ def _planner(lakehouse, paused: P.PausedMerge, drivers):
                             paused.state.get("message"), paused.state.get("author"), finishing=paused.id)
     planner.schema_choices = {k.lower(): v for k, v in paused.state.get("schema_choices", {}).items()}
     planner.drivers = drivers or {}
+    planner.views = tuple(paused.state.get("views", ()))
     planner.keyless_rows = True
     planner.resolutions = {name: read_relation(lakehouse, paused, name) for name in paused.relations}
     return planner

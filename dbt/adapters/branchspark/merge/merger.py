@@ -30,6 +30,7 @@ from .report import Conflict, MergeResult, Outcome, conflict_message
 from .rules import DATABASE_MATRIX, TABLE_DML, TABLE_MATRIX, matrix_ops
 from .schema import merge_schemas
 from .sides import ObjectChanges, rows_merge_by_count, side_since
+from .views import plan_views
 
 if TYPE_CHECKING:
     from ..lakehouse import Lakehouse
@@ -41,11 +42,12 @@ _PARALLEL_WRITES = 4  # Spark jobs writing a merge's files at once
 
 def merge_branch(lakehouse: "Lakehouse", src: str | None, dest: str = "main", *, strategy: str = "merge",
                  on_conflict="abort", dry_run: bool = False, message: str | None = None,
-                 author: str | None = None, drivers=None, continue_: bool = False) -> MergeResult:
+                 author: str | None = None, drivers=None, continue_: bool = False, views=()) -> MergeResult:
     """Merge `src` (a branch or commit) into branch `dest`. Raises MergeConflict (nothing written) when
     conflicts remain; a dry run returns them instead. `on_conflict="pause"` or `strategy="interactive"`
     pause instead (merge/interactive.py); `strategy="rebase"` replays src on dest (merge/rebase.py);
-    `continue_` finishes a paused merge or resumes a stopped rebase. `drivers`: table -> merge driver."""
+    `continue_` finishes a paused merge or resumes a stopped rebase. `drivers`: table -> merge driver.
+    `views`: names of src's views to carry in the merge commit as well (merge/views.py); none by default."""
     from . import interactive, paused as paused_state, rebase
 
     if strategy not in STRATEGIES:
@@ -81,13 +83,14 @@ def merge_branch(lakehouse: "Lakehouse", src: str | None, dest: str = "main", *,
     if pause and not dry_run:
         return interactive.start(lakehouse, src, src_commit.id, dest, dest_info.head, base,
                                  interactive=strategy == "interactive", message=message, author=author,
-                                 drivers=drivers)
+                                 drivers=drivers, views=views)
     if strategy == "fast_forward":
         ahead = len(side_since(store, dest_info.head, base).commits)
         raise errors.InvalidArgument(f"cannot fast-forward '{dest}' to '{src}': '{dest}' has {ahead} commit(s) "
                                      f"since their merge base that '{src}' lacks; use strategy merge or auto")
     planner = ThreeWayMerge(lakehouse, src, src_commit.id, dest, base, policy, message, author)
     planner.drivers = drivers or {}
+    planner.views = tuple(views or ())
     planner.plan(result)
     if dry_run:
         result.status = "dry-run"
@@ -156,6 +159,7 @@ class ThreeWayMerge:
         # Set by a paused merge (merge/interactive.py): choices made while paused, and what to capture.
         self.schema_choices: dict[str, str] = {}  # table -> ours | theirs for its columns
         self.drivers: dict = {}  # table -> merge driver (merge/drivers.py)
+        self.views: tuple[str, ...] = ()  # src's views to carry as well (merge/views.py)
         self.resolutions: dict = {}  # table -> its conflict relation (merge/conflict_tables.py)
         # True in a paused merge: keyless A1/A3 conflicts are decided row by row, and every keyed table's rows
         # are decided one by one (never shared as they are), so it can show them.
@@ -172,6 +176,7 @@ class ThreeWayMerge:
         self.result = result
         self._plan_databases()
         self._plan_tables()
+        plan_views(self, self.views)
         for database_id in self.drop_databases:
             if any(db == database_id for _, db, _ in self.ns.tables.values()):
                 self._conflict(result, Conflict("database", self.dest.databases[database_id][1], "drop", "create table",

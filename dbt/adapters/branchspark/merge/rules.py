@@ -52,6 +52,7 @@ RULE_TEXT = {
     "A6.2": "dest added a NOT NULL column without a default and src wrote rows without it",
     "A6": "column changed incompatibly on both sides",
     "3.1": "an object of this name with another id exists on dest",
+    "view": "both sides changed the view's SQL differently",
     "3.4 insert": "both sides inserted this key with different values",
     "3.4 update/delete": "one side updated this key, the other deleted it",
     "3.4 cells": "both sides changed the same column of this key differently",

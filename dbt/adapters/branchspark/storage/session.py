@@ -9,12 +9,15 @@ import os
 import sys
 
 from pyspark.sql import SparkSession
+from pyspark.sql.connect.shell import PROGRESS_BAR_ENABLED
 
 from . import deletion_vectors
 
 # What a Spark Connect client may set; the server owns master, catalog, memory and UI.
 CONNECT_RUNTIME_SETTINGS = ("spark.sql.ansi.enabled", "spark.sql.session.timeZone", "spark.sql.shuffle.partitions",
                             "spark.sql.adaptive.coalescePartitions.initialPartitionNum")
+# Spark's progress bars write over the command's output: off unless a config asks for them.
+SHOW_PROGRESS = "spark.ui.showConsoleProgress"
 
 
 def local_session(master: str | None = None, config: dict | None = None) -> SparkSession:
@@ -31,6 +34,7 @@ def local_session(master: str | None = None, config: dict | None = None) -> Spar
     builder = (SparkSession.builder.master(master or os.environ.get("BRANCHSPARK_SPARK_MASTER", "local[*]"))
                .appName("branchspark")
                .config("spark.ui.enabled", "false")
+               .config(SHOW_PROGRESS, "false")  # PySpark turns it on for its JVM; `config` may ask again
                .config("spark.sql.shuffle.partitions", "4")
                .config("spark.sql.catalogImplementation", "in-memory"))
     # Static settings take effect on a new JVM only: with them, tombstones are tested by a compiled
@@ -46,11 +50,19 @@ def connect_session(url: str, config: dict | None = None) -> SparkSession:
     """A Spark Connect client session on `url` (sc://host:port); only runtime settings are sent.
 
     Call `stop()` on it when done: a client with an open session keeps its process from exiting."""
+    connect_progress(config or {})
     builder = SparkSession.builder.remote(url)
     for key, value in (config or {}).items():
         if key in CONNECT_RUNTIME_SETTINGS:
             builder = builder.config(key, str(value))
     return builder.getOrCreate()
+
+
+def connect_progress(config: dict) -> None:
+    """A Connect client draws progress bars only when told (pyspark's variable, which its shell sets):
+    `spark.ui.showConsoleProgress` in `config` says whether; without it the variable stays as it is."""
+    if SHOW_PROGRESS in config:
+        os.environ[PROGRESS_BAR_ENABLED] = "1" if str(config[SHOW_PROGRESS]).lower() == "true" else "0"
 
 
 def is_connect(session: SparkSession) -> bool:

@@ -40,5 +40,17 @@
 {% macro merge_branch(src=none, dest=none, strategy='merge', on_conflict='abort', dry_run=false, message=none) %}
   {%- set dest = dest or target.branch -%}
   {%- set drivers = branchspark_merge_drivers(dest) -%}
-  {{ print(adapter.merge_branch(src, dest, strategy, on_conflict, dry_run, message, drivers, kwargs.get('continue', false))) }}
+  {{ print(adapter.merge_branch(src, dest, strategy, on_conflict, dry_run, message, drivers, kwargs.get('continue', false),
+                                views=branchspark_project_views())) }}
+{% endmacro %}
+
+{#- The project's view models as 'schema.alias': merge_branch publishes them with the tables (SPEC 5). -#}
+{% macro branchspark_project_views() %}
+  {%- set names = [] -%}
+  {%- if execute -%}
+    {%- for node in graph.nodes.values() if node.resource_type == 'model' and node.config.materialized == 'view' -%}
+      {%- do names.append((node.schema ~ '.' ~ (node.alias or node.name)) | lower) -%}
+    {%- endfor -%}
+  {%- endif -%}
+  {{ return(names) }}
 {% endmacro %}
