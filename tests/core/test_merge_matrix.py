@@ -94,8 +94,12 @@ class Model:
             if mine + 1 in self.rows:
                 self.rows[mine + 1]["a"] += 1000
         elif op == "overwrite":
+            # An overwrite merges by its rows (SPEC 3.3): it removes the base rows, not those the other
+            # side (applied first) changed or added.
+            base = {i: dict(zip(COLUMNS, r)) for i, r in BASE_ROWS.items()}
+            self.rows = {i: r for i, r in self.rows.items() if {c: r.get(c) for c in COLUMNS} != base.get(i)}
             new_id = 30 + mine
-            self.rows = {new_id: {"id": new_id, "a": new_id * 10, "g": "o"}}
+            self.rows[new_id] = {"id": new_id, "a": new_id * 10, "g": "o"}
 
     def expected_rows(self) -> list[tuple]:
         return sorted(tuple(row.get(c) for c in self.columns) for row in self.rows.values())

@@ -55,6 +55,8 @@ class TestNoChurn:
         schema = project.test_schema
         source = f"{schema}.orders"
         spark = lakehouse.spark
+        if not lakehouse.branch_exists(BRANCH):
+            lakehouse.create_branch(BRANCH)
         with lakehouse.transaction(BRANCH, message="load orders") as tx:
             tx.create_database(schema, if_not_exists=True)
             tx.create_table_as(source, spark.createDataFrame([(i, "placed") for i in range(1, 100)],

@@ -392,10 +392,15 @@ class ThreeWayMerge:
                                  tombstones=tuple(data.tombstones))
         if src_dml:
             for op in sorted(src_dml):
-                ops.append((op, {"segments_added": [s for s in state.segments if s not in dest.segments],
-                                 "segments_removed": [s for s in dest.segments if s not in state.segments],
-                                 "tombstones_added": [t for t in state.tombstones if t not in dest.tombstones],
-                                 "segments_touched": sorted(src_changes.touched.get(op, ()))}))
+                detail = {"segments_added": [s for s in state.segments if s not in dest.segments],
+                          "segments_removed": [s for s in dest.segments if s not in state.segments],
+                          "tombstones_added": [t for t in state.tombstones if t not in dest.tombstones],
+                          "segments_touched": sorted(src_changes.touched.get(op, ()))}
+                if op == "overwrite" and not detail["segments_removed"] and not src_changes.whole_overwrite:
+                    # src's overwrites were recorded by difference: so is their merge, with their tombstones.
+                    detail.update(difference=True, overwrite_tombstones=[
+                        t for t in src_changes.overwrite_tombstones if t in state.tombstones])
+                ops.append((op, detail))
         src_schemas = {s.schema_id for s in self.ns.segment_infos([s for s in state.segments
                                                                    if s not in dest.segments])}
         src_schemas |= {t.schema_id for t in self.ns.tombstone_infos([t for t in state.tombstones

@@ -73,7 +73,7 @@ def side_since(store: CatalogStore, head: str, base: str) -> Side:
             if op.op in ("update", "delete"):
                 changes.touched[op.op].update(detail.get("segments_touched", []))
             if op.op == "overwrite" and detail.get("difference"):
-                changes.overwrite_tombstones += detail.get("tombstones_added", [])
+                changes.overwrite_tombstones += detail.get("overwrite_tombstones", detail.get("tombstones_added", []))
             elif op.op == "overwrite":
                 changes.segments_removed.update(detail.get("segments_removed", []))
                 if "partitions" in detail:
