@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export PYSPARK_PYTHON := $(abspath $(PY))
 
-.PHONY: install test demo bench bench-dbt
+.PHONY: install test demo bench bench-dbt bench-dbt-cli
 
 $(VENV)/.installed: setup.py
 	python3 -m venv $(VENV)
@@ -28,3 +28,7 @@ bench: install
 # the sample dbt project on branchspark against plain dbt-spark (parquet); several minutes
 bench-dbt: install
 	$(PY) bench/dbt_run.py
+
+# dbt from the shell, per invocation: warm local engine, method: session, dbt-spark, dbt-duckdb; several minutes
+bench-dbt-cli: install
+	$(PY) bench/dbt_cli.py

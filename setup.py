@@ -28,6 +28,8 @@ setup(
     ],
     extras_require={
         "test": ["dbt-tests-adapter>=1.20,<1.21", "pytest>=8,<10", "hypothesis>=6", "pytest-xdist>=3"],
+        # bench/dbt_cli.py: dbt-duckdb on a copy of the sample project, the floor of dbt's own overhead
+        "bench": ["dbt-duckdb>=1.11,<1.12"],
     },
     entry_points={"console_scripts": ["branchspark=dbt.adapters.branchspark.cli.main:cli"]},
 )

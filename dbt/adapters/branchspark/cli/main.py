@@ -14,6 +14,7 @@ from rich.table import Table
 from .. import errors
 from ..lakehouse import Lakehouse
 from .changes_cmd import changes
+from .engine_cmd import engine
 from .graph import commit_graph
 from .merge_cmd import abort, merge, merge_status, resolve
 from .output import console
@@ -175,6 +176,7 @@ cli.add_command(merge)
 cli.add_command(merge_status)
 cli.add_command(resolve)
 cli.add_command(abort)
+cli.add_command(engine)
 
 
 def _safe_url(url: str) -> str:
