@@ -22,7 +22,9 @@ driver memory ($BRANCHSPARK_ENGINE_MEMORY), its own state directory in the scrat
 stopped at the end. Setups run one after another (never two JVMs at once), alternating order per
 repeat; medians of `--repeats` cycles. Targets: warm engine <= 0.35x dbt-spark for the sum, and
 <= 3x dbt-duckdb. dbt-duckdb (`pip install -e '.[bench]'`) is installed first when missing, with a
-note. Exits 0 whatever the ratios are.
+note. Exits 0 whatever the ratios are. On dbt-spark two data tests fail, as they do in bench/dbt_run.py's
+copy: fct_orders appends instead of merging (duplicate order_ids) and its seed loads an empty cell as
+'None'; the tests still run in full, so `dbt test` is timed all the same. `--setups` runs some only.
 """
 from __future__ import annotations
 
@@ -98,14 +100,15 @@ def setup_duckdb(side_dir: str) -> str:
     return project
 
 
-def dbt(side_dir: str, project: str, log, *args: str) -> float:
+def dbt(side_dir: str, project: str, log, *args: str, failing_tests_ok: bool = False) -> float:
     command = [os.path.join(BIN, "dbt"), *args, "--project-dir", project, "--profiles-dir", side_dir]
     log.write(f"\n######## {' '.join(command)}\n")
     log.flush()
     start = time.perf_counter()
     done = subprocess.run(command, cwd=side_dir, stdout=log, stderr=subprocess.STDOUT)
     seconds = time.perf_counter() - start
-    if done.returncode != 0:
+    # exit code 1 of `dbt test`: it ran, and some data tests failed (dbt-spark's, see the docstring)
+    if done.returncode != 0 and not (failing_tests_ok and done.returncode == 1):
         raise SystemExit(f"`dbt {' '.join(args)}` failed in {side_dir}; its log: {log.name}")
     return seconds
 
@@ -125,7 +128,7 @@ def cycle(setup: str, root: str, repeat: int, environment: dict) -> dict:
                  "dbt run": dbt(side_dir, project, log, "run", *SELECT, *target)}
         dbt(side_dir, project, log, "run-operation", "add_late_orders", *target)
         times["dbt run (incremental)"] = dbt(side_dir, project, log, "run", *SELECT, *target)
-        times["dbt test"] = dbt(side_dir, project, log, "test", *SELECT, *target)
+        times["dbt test"] = dbt(side_dir, project, log, "test", *SELECT, *target, failing_tests_ok=setup == "dbt-spark")
     return times
 
 
@@ -133,17 +136,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=1, help="timed cycles per setup")
     parser.add_argument("--keep", action="store_true", help="keep the scratch dir")
+    parser.add_argument("--setups", default=",".join(SETUPS), help="comma-separated subset of: " + ", ".join(SETUPS))
     args = parser.parse_args()
-    ensure_dbt_duckdb()
+    chosen = tuple(setup for setup in SETUPS if setup in args.setups.split(","))
+    if "dbt-duckdb" in chosen:
+        ensure_dbt_duckdb()
     root = scratch_dir("dbt-cli")
     environment = {"DBT_SEND_ANONYMOUS_USAGE_STATS": "false", "DO_NOT_TRACK": "1",
                    "PYSPARK_PYTHON": sys.executable, "BRANCHSPARK_ENGINE_HOME": os.path.join(root, "engine"),
                    "BRANCHSPARK_ENGINE_MASTER": "local[2]"}
     print(f"scratch dir {root}; load average {os.getloadavg()[0]:.2f} at start", flush=True)
-    samples = {setup: [] for setup in SETUPS}
+    samples = {setup: [] for setup in chosen}
     try:
         for repeat in range(args.repeats):
-            for setup in (SETUPS if repeat % 2 == 0 else SETUPS[::-1]):
+            for setup in (chosen if repeat % 2 == 0 else chosen[::-1]):
                 samples[setup].append(cycle(setup, root, repeat, environment))
                 print(f"cycle {repeat + 1}/{args.repeats} of {setup}: "
                       + ", ".join(f"{k} {v:.1f} s" for k, v in samples[setup][-1].items()), flush=True)
@@ -153,12 +159,12 @@ def main() -> None:
     def median(setup: str, key: str) -> float:
         return statistics.median(sample[key] for sample in samples[setup])
 
-    rows = [(f"{command}: {setup}", median(setup, command)) for command in TIMED for setup in SETUPS]
-    totals = {setup: statistics.median(sum(s.values()) for s in samples[setup]) for setup in SETUPS}
-    rows += [(f"sum: {setup}", totals[setup]) for setup in SETUPS]
-    ratios = [("sum: warm engine / dbt-spark session", totals["warm engine"] / totals["dbt-spark"], TARGET_VS_SPARK),
-              ("sum: warm engine / dbt-duckdb", totals["warm engine"] / totals["dbt-duckdb"], TARGET_VS_DUCKDB),
-              ("sum: branchspark session / dbt-spark session", totals["session"] / totals["dbt-spark"], 1.15)]
+    rows = [(f"{command}: {setup}", median(setup, command)) for command in TIMED for setup in chosen]
+    totals = {setup: statistics.median(sum(s.values()) for s in samples[setup]) for setup in chosen}
+    rows += [(f"sum: {setup}", totals[setup]) for setup in chosen]
+    ratios = [(f"sum: {a} / {b}", totals[a] / totals[b], target) for a, b, target in (
+        ("warm engine", "dbt-spark", TARGET_VS_SPARK), ("warm engine", "dbt-duckdb", TARGET_VS_DUCKDB),
+        ("session", "dbt-spark", 1.15)) if a in totals and b in totals]
     report(f"sample dbt project from the shell, median of {args.repeats} cycle(s) per setup", rows, ratios)
     print(f"\nload average {os.getloadavg()[0]:.2f} at end")
     if args.keep:
