@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export PYSPARK_PYTHON := $(abspath $(PY))
 
-.PHONY: install test demo bench bench-dbt test-model test-model-long
+.PHONY: install test demo bench bench-dbt bench-dbt-cli test-model test-model-long
 
 $(VENV)/.installed: setup.py
 	python3 -m venv $(VENV)
@@ -40,3 +40,7 @@ test-model: install
 
 test-model-long: install
 	BRANCHSPARK_MODEL_PROFILE=long $(PY) -m pytest tests/model -q -p no:cacheprovider
+
+# dbt from the shell, per invocation: warm local engine, method: session, dbt-spark, dbt-duckdb; several minutes
+bench-dbt-cli: install
+	$(PY) bench/dbt_cli.py

@@ -34,6 +34,8 @@ setup(
         "test": ["dbt-tests-adapter>=1.20,<1.21", "pytest>=8,<10", "hypothesis>=6", "pytest-xdist>=3",
                  # Iceberg clients the serve tests read through (extensions load from the packages' files)
                  "duckdb>=1.5,<1.6", "duckdb-extension-iceberg", "duckdb-extension-avro", "duckdb-extension-httpfs"],
+        # bench/dbt_cli.py: dbt-duckdb on a copy of the sample project, the floor of dbt's own overhead
+        "bench": ["dbt-duckdb>=1.11,<1.12"],
     },
     entry_points={"console_scripts": ["branchspark=dbt.adapters.branchspark.cli.main:cli"]},
 )

@@ -22,6 +22,7 @@ def sample(tmp_path):
     for output in profiles["branchspark_sample"]["outputs"].values():
         output["warehouse"] = str(tmp_path / "warehouse")
         output["protected_branches"] = ["main"]
+        output["method"] = "session"  # this test process's Spark, not the user's warm local engine
     (project / "profiles.yml").write_text(yaml.safe_dump(profiles))
     return project
 

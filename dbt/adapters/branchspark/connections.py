@@ -24,7 +24,8 @@ from dbt.adapters.branchspark.branch_session import (
     statement_transaction,
 )
 from dbt.adapters.branchspark.catalog.url import redact_text
-from dbt.adapters.branchspark.credentials import BranchSparkCredentials
+from dbt.adapters.branchspark.credentials import LOCAL_METHOD, BranchSparkCredentials
+from dbt.adapters.branchspark.engine import client as engine_client
 from dbt.adapters.branchspark.run_landing import session_branch
 from dbt.adapters.branchspark.spark_errors import unreadable_file
 from dbt.adapters.branchspark.spark_session import spark_session
@@ -178,7 +179,7 @@ class BranchSparkConnectionManager(SparkConnectionManager):
         except Exception as exc:
             logger.debug(f"Error while running:\n{sql}")
             logger.debug(exc)
-            raise DbtRuntimeError(error_line(exc)) from exc
+            raise DbtRuntimeError(engine_client.failure_line(exc) or error_line(exc)) from exc
 
     @classmethod
     def get_response(cls, cursor: Any) -> AdapterResponse:
@@ -192,7 +193,11 @@ class BranchSparkConnectionManager(SparkConnectionManager):
         creds: BranchSparkCredentials = connection.credentials
         try:
             config = {**creds.server_side_parameters, **creds.spark_config}
-            spark = spark_session(config, remote_url=creds.connect_url)
+            if creds.method == LOCAL_METHOD:
+                spark = spark_session(config, remote_url=engine_client.attach(f"dbt {_dbt_command() or ''}".strip()))
+                engine_client.own_session(spark)
+            else:
+                spark = spark_session(config, remote_url=creds.connect_url)
             lakehouse = open_lakehouse(spark, creds.resolved_warehouse(), creds.catalog)
             ensure_branch(lakehouse, creds.branch, creds.create_branch_from)
             for name in creds.protected_branches:

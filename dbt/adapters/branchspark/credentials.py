@@ -11,6 +11,7 @@ from dbt.adapters.branchspark.catalog.url import redact_url
 
 SESSION_METHOD = "session"
 CONNECT_METHOD = "connect"
+LOCAL_METHOD = "local"  # this user's warm local Spark Connect engine (engine/), started on first use
 CONNECT_URL_PREFIX = "sc://"
 
 
@@ -18,7 +19,7 @@ CONNECT_URL_PREFIX = "sc://"
 class BranchSparkCredentials(SparkCredentials):
     # dbt-spark requires a host even for in-process sessions; we do not.
     host: Optional[str] = "localhost"
-    # `session` (in-process Spark) or `connect` (Spark Connect; host: sc://host:port).
+    # `session` (in-process Spark), `local` (the warm local engine) or `connect` (host: sc://host:port).
     method: str = SESSION_METHOD  # type: ignore[assignment]
     branch: str = "main"
     # SQLAlchemy URL of the catalog; None means $BRANCHSPARK_CATALOG_URL, else a SQLite file in the warehouse.
@@ -49,10 +50,10 @@ class BranchSparkCredentials(SparkCredentials):
         method = str(self.method or SESSION_METHOD)
         if method.startswith(CONNECT_URL_PREFIX):  # the URL given as the method (earlier profiles)
             method, self.host = CONNECT_METHOD, method
-        if method not in (SESSION_METHOD, CONNECT_METHOD):
+        if method not in (SESSION_METHOD, CONNECT_METHOD, LOCAL_METHOD):
             raise DbtRuntimeError(
-                f"method: {method}: branchspark supports `session` (in-process Spark) or `connect` "
-                f"(Spark Connect, with host: sc://HOST:PORT)"
+                f"method: {method}: branchspark supports `local` (a warm local Spark engine), `session` "
+                f"(in-process Spark) or `connect` (Spark Connect, with host: sc://HOST:PORT)"
             )
         if method == CONNECT_METHOD and not str(self.host or "").startswith(CONNECT_URL_PREFIX):
             raise DbtRuntimeError(

@@ -16,6 +16,7 @@ from ..catalog.url import redact_text, redact_url
 from ..lakehouse import Lakehouse
 from ..spark_errors import unreadable_file
 from .changes_cmd import changes
+from .engine_cmd import engine
 from .log_cmd import log
 from .merge_cmd import abort, merge, merge_status, resolve
 from .output import console
@@ -194,6 +195,7 @@ cli.add_command(merge_status)
 cli.add_command(resolve)
 cli.add_command(abort)
 cli.add_command(serve)
+cli.add_command(engine)
 
 
 if __name__ == "__main__":

@@ -11,9 +11,12 @@ import sys
 from pyspark.sql import SparkSession
 from pyspark.sql.connect.shell import PROGRESS_BAR_ENABLED
 
+from ..engine import client as engine_client
 from . import deletion_vectors
 
 # What a Spark Connect client may set; the server owns master, catalog, memory and UI.
+# `local`: the command line (and plain-Python use) takes its Spark from the warm local engine.
+ENGINE_CHOICE_ENV = "BRANCHSPARK_SPARK"
 CONNECT_RUNTIME_SETTINGS = ("spark.sql.ansi.enabled", "spark.sql.session.timeZone", "spark.sql.shuffle.partitions",
                             "spark.sql.adaptive.coalescePartitions.initialPartitionNum")
 # Spark's progress bars write over the command's output: off unless a config asks for them.
@@ -22,13 +25,18 @@ SHOW_PROGRESS = "spark.ui.showConsoleProgress"
 
 def local_session(master: str | None = None, config: dict | None = None) -> SparkSession:
     """An in-process session; with no master asked for, a Spark Connect session when $SPARK_REMOTE
-    names a server (pyspark's own variable) or this process is already a Connect client."""
+    names a server (pyspark's own variable) or this process is already a Connect client, or a session on
+    the warm local engine when $BRANCHSPARK_SPARK is `local` (and no in-process session exists)."""
     if master is None:
         active = SparkSession.getActiveSession()
         if active is not None and is_connect(active):
             return active
         if os.environ.get("SPARK_REMOTE"):
             return connect_session(os.environ["SPARK_REMOTE"], config)
+        if os.environ.get(ENGINE_CHOICE_ENV, "").lower() == "local" and active is None:
+            session = connect_session(engine_client.attach("branchspark"), config)
+            engine_client.own_session(session)
+            return session
     # Spark's Python workers must use this interpreter: it is the one with pyarrow and pandas.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = (SparkSession.builder.master(master or os.environ.get("BRANCHSPARK_SPARK_MASTER", "local[*]"))
