@@ -45,13 +45,14 @@ def test_write_to_a_dropped_table_is_refused(lh, spark, orders):
 
 
 def test_stale_head_with_a_conflicting_change_is_refused_not_overwritten(lh, spark, orders):
-    """The head moved and the slow writer's change conflicts with what landed (A3): nothing is written."""
+    """The head moved and the landed commit changed the table the slow transaction read and wrote: refused
+    (a transaction's code cannot be re-run), never settled by the merge rules; nothing is written."""
     head, data = lh.get_branch("main").head, rows(lh.read(orders))
     slow = Transaction(lh, "main", message="slow writer")
     slow.update(orders, "id = 1", {"amount": "amount + 1"})
     lh.branch("main").update(orders, "id = 2", {"amount": "amount + 2"}, message="fast writer")
     fast_head = lh.get_branch("main").head
-    with pytest.raises(errors.WriteConflict, match="moved while this write ran") as caught:
+    with pytest.raises(errors.WriteConflict, match="moved while this transaction ran.*run the transaction again") as caught:
         slow.commit()
     assert "\n" not in str(caught.value)
     assert lh.get_branch("main").head == fast_head != head
