@@ -95,7 +95,7 @@ def setup_duckdb(side_dir: str) -> str:
     with open(macro, "w") as out:  # a DuckDB target has no branch
         out.write(text.replace(' ~ " on branch " ~ target.branch', ""))
     write_yaml(os.path.join(side_dir, "profiles.yml"), {"duckdb_bench": {"target": "dev", "outputs": {
-        "dev": {"type": "duckdb", "path": os.path.join(side_dir, "shop.duckdb"), "schema": "shop", "threads": 1},
+        "dev": {"type": "duckdb", "path": os.path.join(side_dir, "bench.duckdb"), "schema": "shop", "threads": 1},
     }}})
     return project
 
