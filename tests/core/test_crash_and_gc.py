@@ -118,14 +118,16 @@ def test_writer_killed_while_replaying_onto_a_moved_head(lh, spark, orders, ware
 
 @pytest.fixture
 def keyed_divergence(lh, spark):
-    """main and dev both updated keys of shop.k since dev was made: merging dev writes a segment and a tombstone."""
+    """main and dev changed different columns of one key of shop.k since dev was made: merging dev merges that
+    row cell by cell, so the merge writes a segment and a tombstone."""
     with lh.transaction("main") as tx:
         tx.create_database("shop")
-        tx.create_table_as("shop.k", spark.createDataFrame([(i, float(i)) for i in range(1, 6)],
-                                                           "id bigint, amount double"), primary_key=["id"])
+        tx.create_table_as("shop.k", spark.createDataFrame([(i, float(i), "new") for i in range(1, 6)],
+                                                           "id bigint, amount double, state string"),
+                           primary_key=["id"])
     lh.create_branch("dev")
     lh.branch("dev").update("shop.k", "id = 1", {"amount": "100"})
-    lh.branch("main").update("shop.k", "id = 1", {"amount": "amount"})  # same key touched on both sides
+    lh.branch("main").update("shop.k", "id = 1", {"state": "'checked'"})  # the same key, another column
     lh.branch("main").update("shop.k", "id = 2", {"amount": "200"})
     return "shop.k"
 
@@ -144,7 +146,8 @@ def test_merge_killed_leaves_both_branches_and_reruns(lh, spark, keyed_divergenc
     rerun = run_process(warehouse, lh.catalog_url, "merge", "--source", "dev", "--branch", "main")
     assert rerun.returncode == 0, rerun.stderr[-2000:]
     assert "committed merged" in rerun.stdout
-    assert rows(lh.read(table)) == [(1, 100.0), (2, 200.0), (3, 3.0), (4, 4.0), (5, 5.0)]
+    assert rows(lh.read(table)) == [(1, 100.0, "checked"), (2, 200.0, "new"), (3, 3.0, "new"), (4, 4.0, "new"),
+                                    (5, 5.0, "new")]
     lh.gc(grace_seconds=0)
     assert_consistent(lh, warehouse)
 
