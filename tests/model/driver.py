@@ -344,8 +344,8 @@ def run_compaction_pairs(spark, cases: list[Case], positions: list[dict]) -> lis
                 for i, where in enumerate(positions):
                     if where.get("base"):
                         tx.compact(batch.tracked[2 * i + 1].name)
-            lh.drop_branch("src")
-            lh.drop_branch("dest")
+            lh.drop_branch("src", force=True)
+            lh.drop_branch("dest", force=True)
             lh.create_branch("src", "main")
             lh.create_branch("dest", "main")
         for side in ("src", "dest"):
