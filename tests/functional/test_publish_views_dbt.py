@@ -30,6 +30,7 @@ def sample(tmp_path):
     profiles = yaml.safe_load((project / "profiles.yml").read_text())
     outputs = profiles["branchspark_sample"]["outputs"]
     for output in outputs.values():
+        output["method"] = "session"  # this test process's Spark, not the user's warm local engine
         output["warehouse"] = str(tmp_path / "warehouse")
         output["protected_branches"] = ["main"]
     for name in ("a", "b"):
