@@ -9,9 +9,9 @@ setup(
     include_package_data=True,
     package_data={
         "dbt.include.branchspark": ["dbt_project.yml", "profile_template.yml", "macros/**/*.sql"],
-        "dbt.adapters.branchspark.catalog": ["migrations/*.py", "migrations/versions/*.py", "alembic.ini"],
+        "dbt.adapters.branchspark.core.catalog": ["migrations/*.py", "migrations/versions/*.py", "alembic.ini"],
         # compiled on first use by storage/deletion_vectors.py (javac against pyspark's jars)
-        "dbt.adapters.branchspark.storage": ["jvm/*.java"],
+        "dbt.adapters.branchspark.core.storage": ["jvm/*.java"],
     },
     install_requires=[
         "pyspark[connect]>=4.0,<5",

@@ -26,7 +26,7 @@ from common import full_scan, jvm_cpu_clock, median_time, report, scratch_dir, s
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from dbt.adapters.branchspark.lakehouse import Lakehouse
+from dbt.adapters.branchspark.core.lakehouse import Lakehouse
 
 
 def catalog_with_tables(spark, count: int) -> Lakehouse:

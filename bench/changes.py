@@ -14,8 +14,8 @@ import argparse
 from common import full_scan, median_time, report, scratch_dir, spark_session
 from pyspark.sql import functions as F
 
-from dbt.adapters.branchspark.changes import table_changes
-from dbt.adapters.branchspark.lakehouse import Lakehouse
+from dbt.adapters.branchspark.core.changes import table_changes
+from dbt.adapters.branchspark.core.lakehouse import Lakehouse
 
 TABLE = "bench.events"
 

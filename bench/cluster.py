@@ -33,8 +33,8 @@ def measure(url: str, rows: int, changed: int, repeats: int) -> dict[str, float]
 
     import changes as changes_bench
     import merge as merge_bench
-    from dbt.adapters.branchspark.changes import table_changes
-    from dbt.adapters.branchspark.storage.session import connect_session
+    from dbt.adapters.branchspark.core.changes import table_changes
+    from dbt.adapters.branchspark.core.spark_session import connect_session
 
     spark = connect_session(url, {"spark.sql.shuffle.partitions": "4"}) if url else spark_session()
     try:

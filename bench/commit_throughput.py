@@ -20,7 +20,7 @@ from pathlib import Path
 
 from common import scratch_dir
 
-from dbt.adapters.branchspark.lakehouse import Lakehouse
+from dbt.adapters.branchspark.core.lakehouse import Lakehouse
 
 ROOT = Path(__file__).resolve().parents[1]
 WRITERS = (1, 4, 8)

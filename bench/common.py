@@ -12,7 +12,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def spark_session():
-    from dbt.adapters.branchspark.storage.session import local_session
+    from dbt.adapters.branchspark.core.spark_session import local_session
 
     return local_session("local[2]", {"spark.sql.shuffle.partitions": "4", "spark.driver.memory": "4g",
                                       "spark.ui.showConsoleProgress": "false"})

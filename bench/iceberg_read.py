@@ -17,7 +17,7 @@ import time
 
 from common import spark_session  # noqa: E402  (puts the repo on sys.path)
 
-from dbt.adapters.branchspark.lakehouse import Lakehouse
+from dbt.adapters.branchspark.core.lakehouse import Lakehouse
 from tests.iceberg_clients import duckdb_attach, duckdb_connection, get, served
 
 

@@ -26,7 +26,7 @@ import argparse
 from common import median_time, report, scratch_dir, spark_session
 from pyspark.sql import functions as F
 
-from dbt.adapters.branchspark.lakehouse import Lakehouse
+from dbt.adapters.branchspark.core.lakehouse import Lakehouse
 
 TABLE = "bench.accounts"
 

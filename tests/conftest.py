@@ -81,7 +81,7 @@ def spark_connect_url(pytestconfig) -> str:
 
 @pytest.fixture(scope="session")
 def spark(spark_connect_url):
-    from dbt.adapters.branchspark.storage.session import connect_session, local_session
+    from dbt.adapters.branchspark.core.spark_session import connect_session, local_session
 
     if spark_connect_url:
         session = connect_session(spark_connect_url, TEST_SPARK_CONFIG)

@@ -1,7 +1,7 @@
 """Replaying a change feed on a table's rows, as a consumer of branch_changes would."""
 from collections import Counter
 
-from dbt.adapters.branchspark.changes import CHANGE_TYPE, DELETE
+from dbt.adapters.branchspark.core.changes import CHANGE_TYPE, DELETE
 
 
 def multiset(df) -> Counter:

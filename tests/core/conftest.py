@@ -1,6 +1,6 @@
 import pytest
 
-from dbt.adapters.branchspark.lakehouse import Lakehouse
+from dbt.adapters.branchspark.core.lakehouse import Lakehouse
 from tests.pg_catalog import fresh_pg_catalog
 
 # Modules whose tests also run on a PostgreSQL catalog (the catalog and merge tests); the rest use SQLite only.

@@ -2,7 +2,7 @@
 import sqlalchemy as sa
 import pytest
 
-from dbt.adapters.branchspark import errors
+from dbt.adapters.branchspark.core import errors
 from sorted_rows import rows
 
 
@@ -22,13 +22,13 @@ def latest_migration() -> str:
     """The head revision of the catalog's migrations, as Alembic reads them from the package."""
     from alembic.script import ScriptDirectory
 
-    from dbt.adapters.branchspark.catalog import store
+    from dbt.adapters.branchspark.core.catalog import store
 
     return ScriptDirectory(str(store._MIGRATIONS)).get_current_head()
 
 
 def test_reopening_a_catalog_keeps_its_state(lh, spark, orders, warehouse):
-    from dbt.adapters.branchspark.lakehouse import Lakehouse
+    from dbt.adapters.branchspark.core.lakehouse import Lakehouse
 
     again = Lakehouse(spark, warehouse, lh.catalog_url)
     assert rows(again.read(orders)) == rows(lh.read(orders))

@@ -15,13 +15,13 @@ from alembic.config import Config
 from click.testing import CliRunner
 from sqlalchemy import create_engine, inspect, text
 
-from dbt.adapters.branchspark import errors
-from dbt.adapters.branchspark.catalog import binding
-from dbt.adapters.branchspark.catalog.store import _MIGRATIONS
-from dbt.adapters.branchspark.catalog.url import redact_url
+from dbt.adapters.branchspark.core import errors
+from dbt.adapters.branchspark.core.catalog import binding
+from dbt.adapters.branchspark.core.catalog.store import _MIGRATIONS
+from dbt.adapters.branchspark.core.catalog.url import redact_url
 from dbt.adapters.branchspark.cli.main import cli
-from dbt.adapters.branchspark.lakehouse import Lakehouse
-from dbt.adapters.branchspark.storage.layout import Warehouse
+from dbt.adapters.branchspark.core.lakehouse import Lakehouse
+from dbt.adapters.branchspark.core.storage.layout import Warehouse
 from sorted_rows import rows
 from tests.pg_catalog import fresh_pg_catalog
 

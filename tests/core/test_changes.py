@@ -3,8 +3,8 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from dbt.adapters.branchspark import errors
-from dbt.adapters.branchspark.changes import Hint, open_changes, table_changes
+from dbt.adapters.branchspark.core import errors
+from dbt.adapters.branchspark.core.changes import Hint, open_changes, table_changes
 from dbt.adapters.branchspark.cli.changes_cmd import changes as changes_command
 from dbt.adapters.branchspark.cli.main import cli
 from tests.core.changes_replay import multiset, replay

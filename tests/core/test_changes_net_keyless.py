@@ -3,7 +3,7 @@ from collections import Counter
 
 from click.testing import CliRunner
 
-from dbt.adapters.branchspark.changes import table_changes
+from dbt.adapters.branchspark.core.changes import table_changes
 from dbt.adapters.branchspark.cli.main import cli
 from tests.core.changes_replay import multiset, replay
 

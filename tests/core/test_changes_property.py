@@ -13,8 +13,8 @@ import tempfile
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dbt.adapters.branchspark.changes import table_changes
-from dbt.adapters.branchspark.lakehouse import Lakehouse
+from dbt.adapters.branchspark.core.changes import table_changes
+from dbt.adapters.branchspark.core.lakehouse import Lakehouse
 from tests.core.changes_replay import multiset, replay
 
 TABLE = "shop.t"

@@ -16,8 +16,8 @@ PROGRESS_MARK = "[Stage "  # Spark's console progress bar: "[Stage 0:=====>   (1
 PROBE = """
 import sys, time
 from pyspark.sql import functions as F, types as T
-from dbt.adapters.branchspark.lakehouse import Lakehouse
-from dbt.adapters.branchspark.storage.session import local_session
+from dbt.adapters.branchspark.core.lakehouse import Lakehouse
+from dbt.adapters.branchspark.core.spark_session import local_session
 from dbt.adapters.branchspark.cli.main import cli
 
 warehouse, ask = sys.argv[1], sys.argv[2] == "ask"

@@ -4,9 +4,9 @@ import random
 
 import pytest
 
-from dbt.adapters.branchspark import errors
-from dbt.adapters.branchspark.catalog.retry import CommitRetry
-from dbt.adapters.branchspark.transaction import Transaction
+from dbt.adapters.branchspark.core import errors
+from dbt.adapters.branchspark.core.catalog.retry import CommitRetry
+from dbt.adapters.branchspark.core.transaction import Transaction
 from sorted_rows import rows
 
 

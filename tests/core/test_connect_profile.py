@@ -2,7 +2,7 @@
 import pytest
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.branchspark.credentials import BranchSparkCredentials
+from dbt.adapters.branchspark.adapter.credentials import BranchSparkCredentials
 
 
 def credentials(**fields):

@@ -2,7 +2,7 @@
 import pytest
 from pyspark.sql import types as T
 
-from dbt.adapters.branchspark import errors
+from dbt.adapters.branchspark.core import errors
 from sorted_rows import rows
 
 

@@ -10,7 +10,7 @@ import shutil
 import pytest
 from pyspark.sql import functions as F
 
-from dbt.adapters.branchspark.storage import deletion_vectors
+from dbt.adapters.branchspark.core.storage import deletion_vectors
 from sorted_rows import rows
 
 
@@ -44,7 +44,7 @@ def uses_vectors(df) -> bool:
 
 
 def is_connect(spark) -> bool:
-    from dbt.adapters.branchspark.storage.session import is_connect as connect_session
+    from dbt.adapters.branchspark.core.spark_session import is_connect as connect_session
     return connect_session(spark)
 
 

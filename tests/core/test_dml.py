@@ -1,8 +1,8 @@
 """Inserts, deletes, updates, overwrites, upserts and compaction on real Parquet."""
 import pytest
 
-from dbt.adapters.branchspark import errors
-from dbt.adapters.branchspark.storage.reader import ROW_FILE, ROW_POS
+from dbt.adapters.branchspark.core import errors
+from dbt.adapters.branchspark.core.storage.reader import ROW_FILE, ROW_POS
 from sorted_rows import rows
 
 
@@ -145,7 +145,7 @@ def test_a_transaction_is_one_commit_and_sees_its_own_writes(lh, spark, orders):
 
 
 def test_generic_and_per_file_anti_joins_agree(lh, spark, orders, monkeypatch):
-    from dbt.adapters.branchspark.storage import reader
+    from dbt.adapters.branchspark.core.storage import reader
 
     b = lh.branch("main")
     b.insert(orders, spark.range(100, 400, numPartitions=3).selectExpr("id", "cast(id as double) as amount"))

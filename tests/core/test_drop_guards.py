@@ -4,7 +4,7 @@ expiry drops only branches the catalog recorded as dbt run branches."""
 import pytest
 from click.testing import CliRunner
 
-from dbt.adapters.branchspark import errors
+from dbt.adapters.branchspark.core import errors
 from dbt.adapters.branchspark.cli.main import cli
 
 

@@ -2,8 +2,8 @@
 import pytest
 from pyspark.sql import types as T
 
-from dbt.adapters.branchspark import errors
-from dbt.adapters.branchspark.transaction import Transaction
+from dbt.adapters.branchspark.core import errors
+from dbt.adapters.branchspark.core.transaction import Transaction
 from sorted_rows import rows
 
 

@@ -14,7 +14,7 @@ from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
 
 from dbt.adapters.branchspark.iceberg.files import ICEBERG_DIR
 from dbt.adapters.branchspark.iceberg.metadata import INEXACT_PROPERTY
-from dbt.adapters.branchspark.lakehouse import Lakehouse
+from dbt.adapters.branchspark.core.lakehouse import Lakehouse
 from tests.iceberg_clients import BRANCHSPARK, duckdb_attach, duckdb_connection, get, served
 
 TABLES = ["plain", "keyed", "compacted", "keyed_compacted", "evolved", "parted", "empty", "typed", "repartitioned"]

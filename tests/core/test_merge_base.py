@@ -1,9 +1,9 @@
 """Merge base on the commit graph alone (no Spark needed): linear, forked, after merges both ways."""
 import pytest
 
-from dbt.adapters.branchspark.catalog.state import Root
-from dbt.adapters.branchspark.lakehouse import Lakehouse
-from dbt.adapters.branchspark.merge.base import is_ancestor, merge_base
+from dbt.adapters.branchspark.core.catalog.state import Root
+from dbt.adapters.branchspark.core.lakehouse import Lakehouse
+from dbt.adapters.branchspark.core.merge.base import is_ancestor, merge_base
 
 
 @pytest.fixture

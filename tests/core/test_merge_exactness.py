@@ -9,8 +9,8 @@ import pytest
 from changes_replay import multiset, replay
 from sorted_rows import rows
 
-from dbt.adapters.branchspark import errors
-from dbt.adapters.branchspark.changes import CHANGE_TYPE, DELETE, INSERT, table_changes
+from dbt.adapters.branchspark.core import errors
+from dbt.adapters.branchspark.core.changes import CHANGE_TYPE, DELETE, INSERT, table_changes
 
 ORDERS = "id bigint, status string"
 

@@ -11,8 +11,8 @@ import pytest
 from sorted_rows import rows
 from pyspark.sql import functions as F
 
-from dbt.adapters.branchspark import errors
-from dbt.adapters.branchspark.merge.drivers import CONFLICT
+from dbt.adapters.branchspark.core import errors
+from dbt.adapters.branchspark.core.merge.drivers import CONFLICT
 
 SCHEMA = "id bigint, a bigint, b string"
 
@@ -172,7 +172,7 @@ def test_driver_conflict_marker_stops_the_merge(lh, keyed):
 
 
 def test_sql_driver_in_a_paused_merge(lh, keyed, spark):
-    from dbt.adapters.branchspark.merge.drivers import side_sql, sql_driver
+    from dbt.adapters.branchspark.core.merge.drivers import side_sql, sql_driver
 
     ours, theirs = side_sql("ours", ["a", "b"]), side_sql("theirs", ["a", "b"])
     driver = sql_driver({"a": f"greatest({ours['a']}, {theirs['a']})"})
@@ -185,8 +185,8 @@ def test_paused_merge_survives_a_process_restart(lh, keyed, warehouse):
     lh.merge("src", "dest", on_conflict="pause")
     lh.store.dispose()
     script = textwrap.dedent(f"""
-        from dbt.adapters.branchspark.lakehouse import Lakehouse
-        from dbt.adapters.branchspark.storage.session import local_session
+        from dbt.adapters.branchspark.core.lakehouse import Lakehouse
+        from dbt.adapters.branchspark.core.spark_session import local_session
         lh = Lakehouse(local_session("local[1]"), {warehouse!r})
         assert lh.merge_status("dest")["phase"] == "resolving data"
         lh.resolve_conflicts("dest", "shop.k", where="id = 1", set={{"merged_a": "7"}})

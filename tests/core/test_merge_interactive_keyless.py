@@ -9,9 +9,9 @@ import pytest
 from sorted_rows import rows
 from pyspark.sql import functions as F
 
-from dbt.adapters.branchspark import errors
-from dbt.adapters.branchspark.merge.drivers import side_sql, sql_driver
-from dbt.adapters.branchspark.storage.reader import ROW_FILE, ROW_POS
+from dbt.adapters.branchspark.core import errors
+from dbt.adapters.branchspark.core.merge.drivers import side_sql, sql_driver
+from dbt.adapters.branchspark.core.storage.reader import ROW_FILE, ROW_POS
 
 SCHEMA = "id bigint, a bigint, b string"
 TABLE = "shop.t"
@@ -69,8 +69,8 @@ def table_files(lh) -> list[str]:
 
 
 def test_a3_relation_rows_then_sql_and_routed_update_then_continue(lh, a3, spark):
-    from dbt.adapters.branchspark.branch_session import BranchSession
-    from dbt.adapters.branchspark.sql_router import StatementRouter
+    from dbt.adapters.branchspark.adapter.target_branch import BranchSession
+    from dbt.adapters.branchspark.adapter.sql_router import StatementRouter
 
     before = lh.store.get_branch("dest").head
     src_ids, dest_ids = identities(lh, "src"), identities(lh, "dest")
@@ -212,7 +212,7 @@ def test_driver_leaves_what_it_does_not_decide_to_the_rules(lh, a1):
 
 
 def test_sql_driver_in_a_paused_merge_keeps_its_values_in_the_relation(lh, a3, spark):
-    from dbt.adapters.branchspark.merge_operation import driver_sides
+    from dbt.adapters.branchspark.adapter.merge_operations import driver_sides
 
     sides = driver_sides(lh, "dest", TABLE)  # what a dbt driver macro receives: every column of a keyless table
     assert sides["ours"] == side_sql("ours", ["id", "a", "b"])

@@ -16,8 +16,8 @@ import itertools
 
 import pytest
 
-from dbt.adapters.branchspark import errors
-from dbt.adapters.branchspark.lakehouse import Lakehouse
+from dbt.adapters.branchspark.core import errors
+from dbt.adapters.branchspark.core.lakehouse import Lakehouse
 
 TABLE_OPS = ["drop", "alter name", "alter props", "alter column", "alter partition", "insert", "delete", "update",
              "overwrite", "compaction"]

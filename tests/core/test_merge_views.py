@@ -2,8 +2,8 @@
 views with its tables in one merge commit; without `views` the core merges only databases and tables."""
 import pytest
 
-from dbt.adapters.branchspark import errors
-from dbt.adapters.branchspark.branch_views import views_of
+from dbt.adapters.branchspark.core import errors
+from dbt.adapters.branchspark.adapter.temp_views import views_of
 
 
 @pytest.fixture

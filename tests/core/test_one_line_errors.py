@@ -9,10 +9,10 @@ import os
 import pytest
 from click.testing import CliRunner
 
-from dbt.adapters.branchspark import errors
+from dbt.adapters.branchspark.core import errors
 from dbt.adapters.branchspark.cli.main import cli
-from dbt.adapters.branchspark.lakehouse import Lakehouse
-from dbt.adapters.branchspark.merge.report import MergeResult
+from dbt.adapters.branchspark.core.lakehouse import Lakehouse
+from dbt.adapters.branchspark.core.merge.report import MergeResult
 from sorted_rows import rows
 
 

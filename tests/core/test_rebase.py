@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from sorted_rows import rows
 
-from dbt.adapters.branchspark import errors
+from dbt.adapters.branchspark.core import errors
 
 SCHEMA = "id bigint, a bigint, b string"
 

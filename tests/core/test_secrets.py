@@ -3,11 +3,11 @@ import pytest
 from click.testing import CliRunner
 from sqlalchemy.engine import make_url
 
-from dbt.adapters.branchspark import errors
-from dbt.adapters.branchspark.catalog.url import redact_url
+from dbt.adapters.branchspark.core import errors
+from dbt.adapters.branchspark.core.catalog.url import redact_url
 from dbt.adapters.branchspark.cli.main import cli
-from dbt.adapters.branchspark.credentials import BranchSparkCredentials
-from dbt.adapters.branchspark.lakehouse import Lakehouse
+from dbt.adapters.branchspark.adapter.credentials import BranchSparkCredentials
+from dbt.adapters.branchspark.core.lakehouse import Lakehouse
 
 PASSWORD = "Pw-77c1-never-printed"
 ENV_PASSWORD = "Env-Pw-31d0-never-printed"

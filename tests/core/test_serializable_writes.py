@@ -4,9 +4,9 @@ never settled by comparing values. Another writer's commit is landed at the writ
 fault point, so the race is exact."""
 import pytest
 
-from dbt.adapters.branchspark import errors
-from dbt.adapters.branchspark.branch_session import BranchSession, statement_transaction
-from dbt.adapters.branchspark.sql_router import StatementRouter
+from dbt.adapters.branchspark.core import errors
+from dbt.adapters.branchspark.adapter.target_branch import BranchSession, statement_transaction
+from dbt.adapters.branchspark.adapter.sql_router import StatementRouter
 from sorted_rows import rows
 
 

@@ -3,7 +3,7 @@ import time
 
 import pytest
 
-from dbt.adapters.branchspark import errors
+from dbt.adapters.branchspark.core import errors
 from sorted_rows import rows
 
 

@@ -18,11 +18,11 @@ import os
 import time
 from pathlib import Path
 
-from dbt.adapters.branchspark.branch_session import BranchSession, statement_transaction
-from dbt.adapters.branchspark.errors import WriteConflict
-from dbt.adapters.branchspark.lakehouse import Lakehouse
-from dbt.adapters.branchspark.sql_router import StatementRouter
-from dbt.adapters.branchspark.storage.session import local_session
+from dbt.adapters.branchspark.adapter.target_branch import BranchSession, statement_transaction
+from dbt.adapters.branchspark.core.errors import WriteConflict
+from dbt.adapters.branchspark.core.lakehouse import Lakehouse
+from dbt.adapters.branchspark.adapter.sql_router import StatementRouter
+from dbt.adapters.branchspark.core.spark_session import local_session
 
 # A small, quick JVM: many of these run at once on two cores.
 SMALL_SPARK = {"spark.sql.shuffle.partitions": "1", "spark.default.parallelism": "1",

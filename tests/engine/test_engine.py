@@ -66,7 +66,7 @@ def test_leases_of_dead_clients_are_dropped_and_count_as_use(tmp_path):
 
 
 def test_profile_chooses_the_engine_with_one_line():
-    from dbt.adapters.branchspark.credentials import BranchSparkCredentials
+    from dbt.adapters.branchspark.adapter.credentials import BranchSparkCredentials
     from dbt_common.exceptions import DbtRuntimeError
 
     assert BranchSparkCredentials(method="local", schema="shop").method == "local"
@@ -171,8 +171,8 @@ def table_rows(env, warehouse: Path, table: str) -> list[tuple]:
     script = textwrap.dedent(f"""
         import json
         from dbt.adapters.branchspark.engine.client import attach, own_session
-        from dbt.adapters.branchspark.lakehouse import Lakehouse
-        from dbt.adapters.branchspark.storage.session import connect_session
+        from dbt.adapters.branchspark.core.lakehouse import Lakehouse
+        from dbt.adapters.branchspark.core.spark_session import connect_session
         spark = connect_session(attach("read"))
         own_session(spark)
         print(json.dumps([list(r) for r in Lakehouse(spark, {str(warehouse)!r}).snapshot("main").read({table!r}).collect()]))
@@ -220,7 +220,7 @@ def test_two_projects_at_once_stay_isolated(engine_env, tmp_path):
 
 
 def test_ctrl_c_of_dbt_run_lands_nothing_and_engine_serves_the_next_run(engine_env, tmp_path):
-    from dbt.adapters.branchspark.lakehouse import Lakehouse
+    from dbt.adapters.branchspark.core.lakehouse import Lakehouse
 
     project = make_project(tmp_path, "project_c", tmp_path / "wh_c", "UTC", [5, 6])
     finished(dbt(engine_env, project, "seed"))

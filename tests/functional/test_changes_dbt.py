@@ -9,7 +9,7 @@ import re
 import pytest
 from pyspark.sql import SparkSession
 
-from dbt.adapters.branchspark.lakehouse import Lakehouse
+from dbt.adapters.branchspark.core.lakehouse import Lakehouse
 from dbt.tests.util import run_dbt, run_dbt_and_capture
 
 BRANCH = "cdc"

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from dbt.adapters.branchspark.lakehouse import Lakehouse
+from dbt.adapters.branchspark.core.lakehouse import Lakehouse
 from dbt.cli.main import dbtRunner
 
 CUSTOMERS = [(1, "ada", "UK"), (2, "grace", "US"), (3, "linus", "FI"), (4, "margaret", "US")]

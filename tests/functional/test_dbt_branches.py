@@ -7,7 +7,7 @@ were created from) must be left as it was.
 import pytest
 from pyspark.sql import SparkSession
 
-from dbt.adapters.branchspark.lakehouse import Lakehouse
+from dbt.adapters.branchspark.core.lakehouse import Lakehouse
 from dbt.tests.util import run_dbt, run_dbt_and_capture, write_file
 
 SEED_A = """id,name,city,score

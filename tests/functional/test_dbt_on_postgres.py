@@ -9,9 +9,9 @@ from sqlalchemy.engine import make_url
 
 import tests.functional.test_dbt_branches as branch_tests
 import tests.functional.test_merge_dbt as merge_tests
-from dbt.adapters.branchspark import errors
-from dbt.adapters.branchspark.catalog.store import CATALOG_URL_ENV
-from dbt.adapters.branchspark.lakehouse import Lakehouse
+from dbt.adapters.branchspark.core import errors
+from dbt.adapters.branchspark.core.catalog.store import CATALOG_URL_ENV
+from dbt.adapters.branchspark.core.lakehouse import Lakehouse
 from tests.functional.test_merge_dbt import sample  # noqa: F401  (the fixture: a copy of sample_project)
 from tests.pg_catalog import create_database, drop_database, fresh_pg_catalog, pg_server_url
 

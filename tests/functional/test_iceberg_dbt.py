@@ -2,7 +2,7 @@
 import pytest
 from pyspark.sql import SparkSession
 
-from dbt.adapters.branchspark.lakehouse import Lakehouse
+from dbt.adapters.branchspark.core.lakehouse import Lakehouse
 from dbt.tests.util import run_dbt, write_file
 from tests.functional.test_dbt_branches import CITY_SCORES, PEOPLE_LATEST, SEED_A, SEED_B, STG_PEOPLE, _profile
 from tests.iceberg_clients import duckdb_attach, duckdb_connection, served

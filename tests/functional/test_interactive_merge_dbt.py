@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from dbt.adapters.branchspark.lakehouse import Lakehouse
+from dbt.adapters.branchspark.core.lakehouse import Lakehouse
 from dbt.cli.main import dbtRunner
 
 DRIVER = """

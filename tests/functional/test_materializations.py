@@ -5,7 +5,7 @@ import datetime
 import pytest
 from pyspark.sql import SparkSession
 
-from dbt.adapters.branchspark.lakehouse import Lakehouse
+from dbt.adapters.branchspark.core.lakehouse import Lakehouse
 from dbt.tests.util import run_dbt, write_file
 
 EVENTS_V1 = """id,day,kind,amount

@@ -5,8 +5,8 @@ re-upserting the same keys leaves no tombstones and no changes."""
 import pytest
 from pyspark.sql import SparkSession
 
-from dbt.adapters.branchspark.changes import CHANGE_TYPE, DELETE, INSERT, table_changes
-from dbt.adapters.branchspark.lakehouse import Lakehouse
+from dbt.adapters.branchspark.core.changes import CHANGE_TYPE, DELETE, INSERT, table_changes
+from dbt.adapters.branchspark.core.lakehouse import Lakehouse
 from dbt.tests.util import run_dbt
 
 BRANCH = "churn"

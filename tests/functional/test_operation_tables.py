@@ -7,8 +7,8 @@ import io
 
 import pytest
 
-from dbt.adapters.branchspark.impl import _text_table
-from dbt.adapters.branchspark.merge_operation import _text
+from dbt.adapters.branchspark.adapter.impl import _text_table
+from dbt.adapters.branchspark.adapter.merge_operations import _text
 
 NUMBER_LIKE_IDS = ["1234e5678901", "2e51e0771d9b", "000000000042", "9e9"]
 

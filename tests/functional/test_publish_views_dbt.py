@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from dbt.adapters.branchspark.branch_views import views_of
-from dbt.adapters.branchspark.lakehouse import Lakehouse
+from dbt.adapters.branchspark.adapter.temp_views import views_of
+from dbt.adapters.branchspark.core.lakehouse import Lakehouse
 from dbt.cli.main import dbtRunner
 
 SAMPLE = Path(__file__).resolve().parents[2] / "sample_project"

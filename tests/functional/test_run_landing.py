@@ -14,7 +14,7 @@ import textwrap
 import pytest
 from pyspark.sql import SparkSession
 
-from dbt.adapters.branchspark.lakehouse import Lakehouse
+from dbt.adapters.branchspark.core.lakehouse import Lakehouse
 from dbt.tests.util import run_dbt, run_dbt_and_capture, write_file
 
 SEED = """id,amount

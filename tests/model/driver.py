@@ -16,9 +16,9 @@ from functools import reduce
 
 from pyspark.sql import functions as F
 
-from dbt.adapters.branchspark.changes import CHANGE_TYPE, COMMIT_ID, DELETE, table_changes
-from dbt.adapters.branchspark.errors import MergeConflict
-from dbt.adapters.branchspark.lakehouse import Lakehouse
+from dbt.adapters.branchspark.core.changes import CHANGE_TYPE, COMMIT_ID, DELETE, table_changes
+from dbt.adapters.branchspark.core.errors import MergeConflict
+from dbt.adapters.branchspark.core.lakehouse import Lakehouse
 from tests.model.cases import (KEYED_COLUMNS, KEYLESS_COLUMNS, Case, concrete, expression_sql, predicate_sql,
                                row_dict, run_on_model)
 from tests.model.model import KEY, Branch, MergeOutcome, Table, Universe, merge

@@ -10,7 +10,7 @@ from dbt.adapters.branchspark.__version__ import version as __version__  # noqa:
 
 def __getattr__(name):
     if name == "Plugin":
-        from dbt.adapters.branchspark.plugin import Plugin
+        from dbt.adapters.branchspark.adapter.plugin import Plugin
 
         return Plugin
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
-from ..changes import CHANGE_TYPE, DELETE, INSERT, table_changes
+from ..core.changes import CHANGE_TYPE, DELETE, INSERT, table_changes
 from .output import console
 
 

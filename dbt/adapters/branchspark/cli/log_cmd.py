@@ -7,8 +7,8 @@ import click
 from rich.markup import escape
 from rich.text import Text
 
-from ..catalog.state import CommitInfo
-from ..commit_messages import landing_summary
+from ..core.catalog.state import CommitInfo
+from ..adapter.commit_messages import landing_summary
 from .graph import GraphDrawer, graph_order
 from .output import console
 

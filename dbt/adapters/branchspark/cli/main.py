@@ -11,10 +11,10 @@ import sys
 import click
 from rich.table import Table
 
-from .. import errors
-from ..catalog.url import redact_text, redact_url
-from ..lakehouse import Lakehouse
-from ..spark_errors import unreadable_file
+from ..core import errors
+from ..core.catalog.url import redact_text, redact_url
+from ..core.lakehouse import Lakehouse
+from ..core.spark_errors import unreadable_file
 from .changes_cmd import changes
 from .engine_cmd import engine
 from .log_cmd import log

@@ -11,8 +11,8 @@ import sys
 import click
 from rich.table import Table
 
-from .. import errors
-from ..merge.merger import ON_CONFLICT, STRATEGIES
+from ..core import errors
+from ..core.merge.merger import ON_CONFLICT, STRATEGIES
 from .output import console
 
 
@@ -66,7 +66,7 @@ def merge(obj, src, dest, strategy, on_conflict, continue_, dry_run, message, au
 
 
 def print_status(lakehouse, dest: str, limit: int = 20) -> None:
-    from ..merge.interactive import open_rows, status, status_rows, status_title
+    from ..core.merge.interactive import open_rows, status, status_rows, status_title
 
     state = status(lakehouse, dest)
     console.print(status_title(state))

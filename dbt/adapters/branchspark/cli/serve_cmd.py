@@ -6,7 +6,7 @@ import ipaddress
 import click
 import uvicorn
 
-from .. import errors
+from ..core import errors
 from ..iceberg.routes import create_app
 from ..iceberg.service import CatalogService
 from .output import console

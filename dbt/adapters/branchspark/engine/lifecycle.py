@@ -23,7 +23,7 @@ import pyspark
 from pyspark.sql.connect.proto import base_pb2, base_pb2_grpc
 
 from ..__version__ import version as branchspark_version
-from ..storage import deletion_vectors
+from ..core.storage import deletion_vectors
 from .state import EngineError, EngineHome, EngineState, idle_timeout_setting, parse_duration, pid_alive
 
 CONNECT_SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"

@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, Optional
 
-from ..errors import BranchsparkError
+from ..core.errors import BranchsparkError
 
 HOME_ENV = "BRANCHSPARK_ENGINE_HOME"
 IDLE_ENV = "BRANCHSPARK_ENGINE_IDLE_TIMEOUT"

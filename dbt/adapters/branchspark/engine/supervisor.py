@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pyspark
 
-from ..storage import deletion_vectors
+from ..core.storage import deletion_vectors
 from .lifecycle import CONNECT_SERVER_CLASS, client_identity, probe
 from .state import EngineHome, EngineState
 

@@ -20,9 +20,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..catalog.state import Schema, SegmentInfo, TableState, TombstoneInfo
-from ..storage.layout import SEGMENT_COLUMN, Warehouse, seq_of_segment_name
-from ..storage.reader import ROW_FILE, ROW_POS, ROW_SEQ, STORED_IDENTITY_KINDS, TOMB_SEQ, segment_group
+from ..core.catalog.state import Schema, SegmentInfo, TableState, TombstoneInfo
+from ..core.storage.layout import SEGMENT_COLUMN, Warehouse, seq_of_segment_name
+from ..core.storage.reader import ROW_FILE, ROW_POS, ROW_SEQ, STORED_IDENTITY_KINDS, TOMB_SEQ, segment_group
 from . import files
 
 _POS = "_bs_iceberg_pos"

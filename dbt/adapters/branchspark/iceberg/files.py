@@ -18,8 +18,8 @@ from collections.abc import Iterable
 
 from pyarrow import fs as pafs
 
-from ..catalog.state import TableState
-from ..storage.layout import Warehouse
+from ..core.catalog.state import TableState
+from ..core.storage.layout import Warehouse
 
 ICEBERG_DIR = "iceberg"
 

@@ -45,8 +45,8 @@ from pyiceberg.typedef import Record
 from pyiceberg.types import DateType
 from pyiceberg.utils.datetime import date_to_days
 
-from ..catalog.state import CommitInfo, Schema, SegmentInfo, TableState, TombstoneInfo
-from ..storage.layout import Warehouse
+from ..core.catalog.state import CommitInfo, Schema, SegmentInfo, TableState, TombstoneInfo
+from ..core.storage.layout import Warehouse
 from . import deletes, files
 from .schema import (
     PARTITION_FIELD_ID_BASE,

@@ -17,7 +17,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
 
-from .. import errors
+from ..core import errors
 from .schema import Unsupported
 from .service import CatalogService
 

@@ -34,8 +34,8 @@ from pyiceberg.types import (
 )
 from pyspark.sql import types as T
 
-from .. import errors
-from ..catalog.state import Column, Schema
+from ..core import errors
+from ..core.catalog.state import Column, Schema
 
 # Ids for names found in files but absent from the current schema: far above any column id.
 UNMAPPED_ID_BASE = 2_000_000_000

@@ -11,10 +11,10 @@ import re
 import threading
 from collections import OrderedDict
 
-from .. import errors
-from ..catalog.namespace import Namespace
-from ..catalog.state import CommitInfo, DatabaseInfo, Root
-from ..lakehouse import Lakehouse, Snapshot
+from ..core import errors
+from ..core.catalog.namespace import Namespace
+from ..core.catalog.state import CommitInfo, DatabaseInfo, Root
+from ..core.lakehouse import Lakehouse, Snapshot
 from .metadata import MetadataBuilder, VersionAt
 
 _COMMIT_ID = re.compile(r"^[0-9a-fA-F]{6,32}$")

@@ -18,13 +18,13 @@ from dbt_common.clients.agate_helper import DEFAULT_TYPE_TESTER, table_from_rows
 from dbt_common.exceptions import DbtRuntimeError
 from typing_extensions import TypeAlias
 
-from dbt.adapters.branchspark import model_writes, run_landing
-from dbt.adapters.branchspark.branch_views import VIEW
-from dbt.adapters.branchspark.commit_messages import model_message
-from dbt.adapters.branchspark.connections import BranchSparkConnectionManager, BranchSparkHandle, error_line
-from dbt.adapters.branchspark.frames import normalize_type
-from dbt.adapters.branchspark.relation import BranchSparkRelation, core_table_name
-from dbt.adapters.branchspark.seeds import seed_dataframe
+from dbt.adapters.branchspark.adapter import model_writes, run_landing
+from dbt.adapters.branchspark.adapter.temp_views import VIEW
+from dbt.adapters.branchspark.adapter.commit_messages import model_message
+from dbt.adapters.branchspark.adapter.connections import BranchSparkConnectionManager, BranchSparkHandle, error_line
+from dbt.adapters.branchspark.adapter.frames import normalize_type
+from dbt.adapters.branchspark.adapter.relation import BranchSparkRelation, core_table_name
+from dbt.adapters.branchspark.adapter.seeds import seed_dataframe
 
 logger = AdapterLogger("branchspark")
 
@@ -423,8 +423,8 @@ class BranchSparkAdapter(SparkAdapter):
                      continue_: bool = False, views=None) -> str:
         """MERGE BRANCH src TO dest (default: the target's branch); returns the report dbt prints.
         `views`: the project's view models (schema.alias), published with the tables (merge/views.py)."""
-        from dbt.adapters.branchspark.branch_session import _author
-        from dbt.adapters.branchspark.merge_operation import run_merge
+        from dbt.adapters.branchspark.adapter.target_branch import _author
+        from dbt.adapters.branchspark.adapter.merge_operations import run_merge
 
         session = self._handle().branch_session
         dest = dest or self.config.credentials.branch
@@ -441,7 +441,7 @@ class BranchSparkAdapter(SparkAdapter):
     def paused_merge(self, operation: str, dest: Optional[str] = None, table: Optional[str] = None,
                      take: Optional[str] = None, where: Optional[str] = None, assignments=None):
         """run-operations merge_status, resolve_conflicts, abort_merge, merge_driver_sides (merge_operation.py)."""
-        from dbt.adapters.branchspark.merge_operation import paused_operation
+        from dbt.adapters.branchspark.adapter.merge_operations import paused_operation
 
         session = self._handle().branch_session
         dest = dest or self.config.credentials.branch
@@ -463,7 +463,7 @@ class BranchSparkAdapter(SparkAdapter):
         return text.lower()
 
     def _changes_request(self, table, from_version, to, branch, net):
-        from dbt.adapters.branchspark.changes_relation import make_request
+        from dbt.adapters.branchspark.adapter.branch_changes import make_request
 
         lakehouse = self._handle().branch_session.lakehouse
         return make_request(lakehouse, self._changes_table(table), from_version, to, branch, net,
@@ -472,7 +472,7 @@ class BranchSparkAdapter(SparkAdapter):
     @available.parse_none
     def branch_changes_relation(self, table, from_version=None, to=None, branch=None, net=False):
         """A session relation over `table`'s changes from `from_version` to `to` (macro `branch_changes`)."""
-        from dbt.adapters.branchspark.changes_relation import register_view
+        from dbt.adapters.branchspark.adapter.branch_changes import register_view
 
         session = self._handle().branch_session
 
@@ -486,7 +486,7 @@ class BranchSparkAdapter(SparkAdapter):
     @available.parse_none
     def branch_last_change_commit(self, relation) -> Optional[str]:
         """The commit that last changed `relation` on the target branch (an incremental model's last build)."""
-        from dbt.adapters.branchspark.changes_relation import last_change_commit
+        from dbt.adapters.branchspark.adapter.branch_changes import last_change_commit
 
         lakehouse = self._handle().branch_session.lakehouse
         name = self._changes_table(relation)
@@ -496,7 +496,7 @@ class BranchSparkAdapter(SparkAdapter):
     @available.parse_none
     def branch_changes_summary(self, table, from_version=None, to=None, branch=None, net=False, limit=10) -> str:
         """What run-operation branch_changes prints: a title, counts per commit, the first changes."""
-        from dbt.adapters.branchspark.changes_relation import summarize
+        from dbt.adapters.branchspark.adapter.branch_changes import summarize
 
         lakehouse = self._handle().branch_session.lakehouse
 

@@ -35,7 +35,7 @@ from typing import Dict, List, Optional, Tuple
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.branchspark.commit_messages import node_of
+from dbt.adapters.branchspark.adapter.commit_messages import node_of
 
 logger = AdapterLogger("branchspark")
 
@@ -202,9 +202,9 @@ class InvocationRun:
             f"`dbt run-operation drop_branch --args '{{name: {self.run_branch}, force: true}}'` removes it")
 
     def land(self) -> None:
-        from dbt.adapters.branchspark.errors import MergeConflict, MergeInProgress, StaleHead
-        from dbt.adapters.branchspark.merge.base import merge_base
-        from dbt.adapters.branchspark.merge_operation import report_text
+        from dbt.adapters.branchspark.core.errors import MergeConflict, MergeInProgress, StaleHead
+        from dbt.adapters.branchspark.core.merge.base import merge_base
+        from dbt.adapters.branchspark.adapter.merge_operations import report_text
 
         store = self.lakehouse.store
         run_head = store.get_branch(self.run_branch).head
@@ -291,7 +291,7 @@ def land_unmoved(lakehouse, branch: str, head: str, run_branch: str, run_head: s
                  author: str):
     """B has not moved since the run forked: one commit on B, parents (B's head, the run's head), whose
     catalog is the run branch's, recording the operations the run made (metadata only)."""
-    from dbt.adapters.branchspark.errors import StaleHead
+    from dbt.adapters.branchspark.core.errors import StaleHead
 
     store = lakehouse.store
     tx = lakehouse.transaction(branch, message=message, author=author)
@@ -311,9 +311,9 @@ def land_unmoved(lakehouse, branch: str, head: str, run_branch: str, run_head: s
 def land_by_merge(lakehouse, branch: str, head: str, run_branch: str, run_head: str, base: str, message: str,
                   author: str):
     """B moved: MERGE BRANCH run INTO B (SPEC 3) as one merge commit, with the run's views carried over."""
-    from dbt.adapters.branchspark.errors import MergeConflict, StaleHead
-    from dbt.adapters.branchspark.merge.merger import ConflictPolicy, ThreeWayMerge
-    from dbt.adapters.branchspark.merge.report import MergeResult, conflict_message
+    from dbt.adapters.branchspark.core.errors import MergeConflict, StaleHead
+    from dbt.adapters.branchspark.core.merge.merger import ConflictPolicy, ThreeWayMerge
+    from dbt.adapters.branchspark.core.merge.report import MergeResult, conflict_message
 
     planner = ThreeWayMerge(lakehouse, run_branch, run_head, branch, base, ConflictPolicy(), message, author)
     if planner.tx.base_head != head:
@@ -330,7 +330,7 @@ def land_by_merge(lakehouse, branch: str, head: str, run_branch: str, run_head: 
 
 def carry_views(planner, result) -> None:
     """Views the run created, replaced or dropped, applied to the merge (a view is stored SQL: the run's wins)."""
-    from dbt.adapters.branchspark.merge.report import Conflict
+    from dbt.adapters.branchspark.core.merge.report import Conflict
 
     base, src, ns = planner.base, planner.src, planner.ns
     for table_id in sorted(set(base.tables) | set(src.tables)):
@@ -391,6 +391,6 @@ def _kept_run(lakehouse, branch: str) -> Optional[dict]:
 
 
 def _author() -> str:
-    from dbt.adapters.branchspark.branch_session import _author as author
+    from dbt.adapters.branchspark.adapter.target_branch import _author as author
 
     return author()

@@ -2,8 +2,8 @@
 
 from dbt.adapters.base import AdapterPlugin
 
-from dbt.adapters.branchspark.credentials import BranchSparkCredentials
-from dbt.adapters.branchspark.impl import BranchSparkAdapter
+from dbt.adapters.branchspark.adapter.credentials import BranchSparkCredentials
+from dbt.adapters.branchspark.adapter.impl import BranchSparkAdapter
 from dbt.include import branchspark
 
 Plugin = AdapterPlugin(

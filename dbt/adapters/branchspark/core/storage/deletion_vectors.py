@@ -118,7 +118,7 @@ def _mode(spark: SparkSession) -> str | None:
 
 
 def _register(spark: SparkSession) -> str | None:
-    from .session import is_connect
+    from ..spark_session import is_connect
 
     try:
         if spark.catalog.functionExists(FUNCTION):

@@ -12,7 +12,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql.connect.shell import PROGRESS_BAR_ENABLED
 
 from ..engine import client as engine_client
-from . import deletion_vectors
+from .storage import deletion_vectors
 
 # What a Spark Connect client may set; the server owns master, catalog, memory and UI.
 # `local`: the command line (and plain-Python use) takes its Spark from the warm local engine.

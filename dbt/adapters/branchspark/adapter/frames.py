@@ -55,7 +55,7 @@ _AFTER_TYPE = re.compile(r"\s+(?:not\s+null|null|default|comment|primary\s+key|u
 def schema_from_ddl(columns_ddl: str) -> StructType:
     """Column definitions of a CREATE TABLE / ADD COLUMNS, also in the SQL of other databases
     (`TEXT`, `TIMESTAMP WITHOUT TIME ZONE`, `VARCHAR(20)`, `DEFAULT NULL`), as Spark fields."""
-    from dbt.adapters.branchspark.sql_text import split_top_level, unquote
+    from dbt.adapters.branchspark.core.sql_text import split_top_level, unquote
 
     fields = []
     for definition in split_top_level(columns_ddl, type_brackets=True):

@@ -16,7 +16,7 @@ from typing import Any, List, Optional
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from dbt.adapters.branchspark.changes import (
+from dbt.adapters.branchspark.core.changes import (
     CHANGE_TYPE,
     COMMIT_ID,
     COMMIT_SEQ,
@@ -26,8 +26,8 @@ from dbt.adapters.branchspark.changes import (
     plan_range,
     table_changes,
 )
-from dbt.adapters.branchspark.changes.feed import ORDER
-from dbt.adapters.branchspark.sql_text import quote_identifier
+from dbt.adapters.branchspark.core.changes.feed import ORDER
+from dbt.adapters.branchspark.core.sql_text import quote_identifier
 
 VIEW_PREFIX = "branch_changes__"
 MAX_COMMITS_SHOWN = 20  # per-commit lines printed by the summary; totals always cover the whole range

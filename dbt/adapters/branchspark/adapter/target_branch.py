@@ -15,7 +15,7 @@ from typing import Dict, Iterator, Optional, Set, Tuple
 
 from pyspark.sql import SparkSession
 
-from dbt.adapters.branchspark.branch_views import VIEW, BranchViews, empty_rows, views_of
+from dbt.adapters.branchspark.adapter.temp_views import VIEW, BranchViews, empty_rows, views_of
 
 
 class _AbortTransaction(Exception):
@@ -29,7 +29,7 @@ _cache_lock = threading.Lock()
 
 def open_lakehouse(spark: SparkSession, warehouse: str, catalog_url: Optional[str]):
     """One Lakehouse per (session, warehouse, catalog) in this process."""
-    from dbt.adapters.branchspark.lakehouse import Lakehouse
+    from dbt.adapters.branchspark.core.lakehouse import Lakehouse
 
     key = (id(spark), warehouse, catalog_url)
     with _cache_lock:

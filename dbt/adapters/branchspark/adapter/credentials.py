@@ -7,7 +7,7 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 from dbt.adapters.spark.connections import SparkCredentials
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.branchspark.catalog.url import redact_url
+from dbt.adapters.branchspark.core.catalog.url import redact_url
 
 SESSION_METHOD = "session"
 CONNECT_METHOD = "connect"

@@ -17,20 +17,20 @@ from dbt.adapters.exceptions import FailedToConnectError
 from dbt.adapters.spark.connections import SparkConnectionManager
 from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
 
-from dbt.adapters.branchspark.branch_session import (
+from dbt.adapters.branchspark.adapter.target_branch import (
     BranchSession,
     BranchTransaction,
     open_lakehouse,
     statement_transaction,
 )
-from dbt.adapters.branchspark.catalog.url import redact_text
-from dbt.adapters.branchspark.credentials import LOCAL_METHOD, BranchSparkCredentials
+from dbt.adapters.branchspark.core.catalog.url import redact_text
+from dbt.adapters.branchspark.adapter.credentials import LOCAL_METHOD, BranchSparkCredentials
 from dbt.adapters.branchspark.engine import client as engine_client
-from dbt.adapters.branchspark.run_landing import session_branch
-from dbt.adapters.branchspark.spark_errors import unreadable_file
-from dbt.adapters.branchspark.spark_session import spark_session
-from dbt.adapters.branchspark.sql_router import RoutedResult, StatementRouter
-from dbt.adapters.branchspark.sql_text import split_statements
+from dbt.adapters.branchspark.adapter.run_landing import session_branch
+from dbt.adapters.branchspark.core.spark_errors import unreadable_file
+from dbt.adapters.branchspark.adapter.process_session import spark_session
+from dbt.adapters.branchspark.adapter.sql_router import RoutedResult, StatementRouter
+from dbt.adapters.branchspark.core.sql_text import split_statements
 
 logger = AdapterLogger("branchspark")
 
@@ -130,7 +130,7 @@ class BranchSparkHandle:
     @contextmanager
     def write(self, what: str) -> Iterator[BranchTransaction]:
         """The transaction a write goes to: the open model build's, or its own commit."""
-        from dbt.adapters.branchspark.commit_messages import statement_message
+        from dbt.adapters.branchspark.adapter.commit_messages import statement_message
 
         with statement_transaction(self.branch_session, self.model_transaction, statement_message(what)) as tx:
             yield tx
@@ -218,7 +218,7 @@ class BranchSparkConnectionManager(SparkConnectionManager):
 def ensure_branch(lakehouse, branch: str, create_from: Optional[str]) -> None:
     """The target branch must exist; with `create_branch_from` a missing one is created from
     that branch (CI preview environments)."""
-    from dbt.adapters.branchspark.errors import BranchNotFound
+    from dbt.adapters.branchspark.core.errors import BranchNotFound
 
     if lakehouse.branch_exists(branch):
         return
@@ -247,7 +247,7 @@ def _dbt_command() -> Optional[str]:
 def refuse_protected_builds(lakehouse, branch: str) -> None:
     command = _dbt_command()
     if command in BUILDING_COMMANDS and lakehouse.get_branch(branch).protected:
-        from dbt.adapters.branchspark.errors import BranchsparkError
+        from dbt.adapters.branchspark.core.errors import BranchsparkError
 
         raise BranchsparkError(
             f"branch '{branch}' is protected and only changes by merge, so `dbt {command}` against it would "
@@ -263,7 +263,7 @@ def refuse_builds_on_paused(lakehouse, branch: str) -> None:
 
 def error_line(exc: BaseException) -> str:
     """The message a user should read: the core's one line as is; Spark's without the JVM trace."""
-    from dbt.adapters.branchspark.errors import BranchsparkError
+    from dbt.adapters.branchspark.core.errors import BranchsparkError
 
     if isinstance(exc, BranchsparkError):
         return redact_text(str(exc))

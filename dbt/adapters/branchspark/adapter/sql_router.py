@@ -13,9 +13,9 @@ from typing import Callable, Dict, List, Optional
 
 from pyspark.sql import DataFrame, SparkSession
 
-from dbt.adapters.branchspark import frames
-from dbt.adapters.branchspark.relation import core_table_name
-from dbt.adapters.branchspark.sql_text import (
+from dbt.adapters.branchspark.adapter import frames
+from dbt.adapters.branchspark.adapter.relation import core_table_name
+from dbt.adapters.branchspark.core.sql_text import (
     NAME_PATTERN,
     OTHER,
     tokens,
@@ -249,13 +249,13 @@ class StatementRouter:
 
     def _conflict_relation(self, name_token: str):
         """(dest, table) when `name_token` is a paused merge's conflict view (SPEC 3.6), else None."""
-        from dbt.adapters.branchspark.merge import interactive
+        from dbt.adapters.branchspark.core.merge import interactive
 
         return interactive.relation_of_view(self.branch_session.lakehouse, name_token)
 
     def _resolve_conflicts(self, relation, predicate: str, assignments: Dict[str, str]) -> RoutedResult:
         """UPDATE of a conflict view: resolve those rows of the paused merge, then show the new version."""
-        from dbt.adapters.branchspark.merge import interactive
+        from dbt.adapters.branchspark.core.merge import interactive
 
         dest, table = relation
         lakehouse = self.branch_session.lakehouse

@@ -13,8 +13,8 @@ from typing import Dict
 
 from pyspark.sql import SparkSession
 
-from dbt.adapters.branchspark.storage import deletion_vectors
-from dbt.adapters.branchspark.storage.session import CONNECT_RUNTIME_SETTINGS, connect_progress, is_connect, quiet
+from dbt.adapters.branchspark.core.storage import deletion_vectors
+from dbt.adapters.branchspark.core.spark_session import CONNECT_RUNTIME_SETTINGS, connect_progress, is_connect, quiet
 
 # No Hive: writes never go to the Spark catalog, it only holds our temp views.
 DEFAULT_SPARK_CONFIG: Dict[str, str] = {

@@ -5,7 +5,7 @@ from typing import Optional
 
 from dbt.adapters.spark.relation import SparkRelation
 
-from dbt.adapters.branchspark.sql_text import quote_identifier
+from dbt.adapters.branchspark.core.sql_text import quote_identifier
 
 
 def core_table_name(schema: str, identifier: str) -> str:

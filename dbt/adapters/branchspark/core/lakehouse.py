@@ -1,0 +1,449 @@
+"""The core's entry point: a catalog of branches over Parquet tables written by Spark.
+
+    lh = Lakehouse(spark, warehouse="/data/wh")          # SQLite catalog in the warehouse (made if both are empty)
+    lh.create_branch("dev")                              # one row: no data, no per-table rows
+    with lh.transaction("dev", message="load") as tx:   # one atomic commit
+        tx.create_database("analytics")
+        tx.create_table_as("analytics.orders", df)
+    lh.read("analytics.orders", at="dev")               # a Spark DataFrame
+
+Plain PySpark: nothing here imports dbt. See docs/core-api.md.
+"""
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+
+from pyspark.errors import PySparkException
+from pyspark.sql import DataFrame, SparkSession
+
+from . import errors
+from .catalog.binding import Opening, open_catalog
+from .catalog.namespace import Namespace, check_branch_name
+from .catalog.state import BranchInfo, CommitInfo, DatabaseInfo, TableInfo, TableState
+from .catalog.store import CATALOG_URL_ENV, MAIN, default_catalog_url, utcnow
+from .commit_replay import is_hidden_branch
+from ..iceberg.files import metadata_roots
+from .spark_errors import unreadable_file
+from .sql_text import QUOTED, quote_identifier, tokens, unquote
+from .storage.layout import SEGMENT_COLUMN, Warehouse
+from .storage.reader import TableReader
+from .storage.writer import SegmentWriter
+from .transaction import Transaction
+
+FAULT_ENV = "BRANCHSPARK_FAULT"
+
+
+def fault_from_env() -> Callable[[str], None] | None:
+    """Named fault-injection points: BRANCHSPARK_FAULT=<point> kills this process there (as SIGKILL would)."""
+    wanted = os.environ.get(FAULT_ENV)
+    if not wanted:
+        return None
+
+    def fault(point: str) -> None:
+        if point == wanted:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return fault
+
+
+def parse_time(value) -> datetime:
+    """A datetime (UTC, naive) from a datetime or an ISO-8601 string."""
+    if isinstance(value, datetime):
+        moment = value
+    else:
+        try:
+            moment = datetime.fromisoformat(str(value).strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise errors.InvalidArgument(f"'{value}' is not a time: write it as ISO 8601, e.g. "
+                                         f"2026-11-21T10:00:00") from None
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(timezone.utc).replace(tzinfo=None)
+    return moment
+
+
+@dataclass
+class GcReport:
+    deleted_files: list[str] = field(default_factory=list)  # orphans deleted (or, in a dry run, to delete)
+    kept_files: int = 0  # referenced files plus young orphans
+    young_orphans: list[str] = field(default_factory=list)  # unreferenced, but younger than the grace period
+    referenced_files: int = 0
+    referenced_segments: int = 0
+    referenced_tombstones: int = 0
+    dropped_branches: list[str] = field(default_factory=list)
+
+
+class Snapshot:
+    """One commit of the catalog, read-only."""
+
+    def __init__(self, lakehouse: "Lakehouse", commit: CommitInfo, label: str):
+        self.lakehouse = lakehouse
+        self.commit = commit
+        self.ns = Namespace(lakehouse.store, lakehouse.store.root(commit.id), label)
+
+    @property
+    def reader(self) -> TableReader:
+        return TableReader(self.lakehouse.spark, self.lakehouse.warehouse, self.ns)
+
+    @property
+    def commit_id(self) -> str:
+        return self.commit.id
+
+    def databases(self) -> list[DatabaseInfo]:
+        return sorted((self.ns.database_info(d) for d in self.ns.databases), key=lambda d: d.name)
+
+    def has_database(self, name: str) -> bool:
+        return self.ns.database_id(name, required=False) is not None
+
+    def has_table(self, name: str) -> bool:
+        return self.ns.table_id(name, required=False) is not None
+
+    def state(self, name: str) -> TableState:
+        return self.ns.table(self.ns.table_id(name))
+
+    def table(self, name: str) -> TableInfo:
+        return self.ns.table_info(self.state(name))
+
+    def tables(self, database: str | None = None) -> list[TableInfo]:
+        database_id = self.ns.database_id(database) if database else None
+        infos = [self.ns.table_info(s) for s in self.ns.load_tables(self.ns.table_ids(database_id))]
+        return sorted(infos, key=lambda t: (t.database, t.name))
+
+    def read(self, name: str, with_row_ids: bool = False) -> DataFrame:
+        state = self.state(name)
+        if state.kind == "view":
+            self._register_relations(state.view_sql, {name.lower()})
+            return self.lakehouse.spark.sql(state.view_sql)
+        try:
+            return self.reader.read(state, with_row_ids=with_row_ids)
+        except PySparkException as exc:
+            raise unreadable_file(exc, self.lakehouse.store.table_name) or exc from None
+
+    def _register_relations(self, sql: str, seen: set[str]) -> None:
+        """The relations a view's SQL names (`database.table`, quoted, as dbt writes them) as session temp
+        views of this commit, so the view reads in any session, also one dbt never set up."""
+        for kind, start, end in tokens(sql):
+            name = unquote(sql[start:end]).lower()
+            if kind != QUOTED or name in seen or not self.has_table(name):
+                continue
+            seen.add(name)
+            state = self.state(name)
+            if state.kind == "view":
+                self._register_relations(state.view_sql, seen)
+                self.lakehouse.spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW {quote_identifier(name)} AS "
+                                         f"{state.view_sql}")
+            else:
+                self.reader.read(state).createOrReplaceTempView(quote_identifier(name))
+
+
+class BranchOps:
+    """`lh.branch("dev").insert(...)`: each operation of Transaction as its own commit."""
+
+    def __init__(self, lakehouse: "Lakehouse", name: str):
+        self._lakehouse, self._name = lakehouse, name
+
+    def __getattr__(self, operation: str):
+        if not hasattr(Transaction, operation) or operation.startswith("_"):
+            raise AttributeError(operation)
+
+        def run(*args, message: str = "", author: str | None = None, **kwargs):
+            with self._lakehouse.transaction(self._name, message=message, author=author) as tx:
+                # one operation: if the head moves before it lands, it runs again there (commit_replay.py)
+                tx.replayable(lambda again: getattr(again, operation)(*args, **kwargs))
+            return tx.result
+
+        return run
+
+
+class Lakehouse:
+    """A catalog and its warehouse (catalog/binding.py checks that they belong together).
+
+    `create=True` (the default) makes a new catalog when the URL holds none and the warehouse is empty;
+    `create=False` only opens an existing pair. `Lakehouse.init` is the explicit create, `Lakehouse.upgrade`
+    migrates a catalog written by an older version (`branchspark init` / `branchspark upgrade`).
+    """
+
+    def __init__(self, spark: SparkSession | None, warehouse: str, catalog_url: str | None = None,
+                 fault: Callable[[str], None] | None = None, create: bool = True,
+                 _opening: Opening | None = None):
+        self._spark = spark  # None: started on first data access, so metadata commands need no JVM
+        self.warehouse = Warehouse(warehouse)  # relative paths are taken from the working directory
+        self.catalog_url = (catalog_url or os.environ.get(CATALOG_URL_ENV)
+                            or default_catalog_url(self.warehouse.root))
+        opening = _opening or (Opening.CREATE_IF_EMPTY if create else Opening.EXISTING)
+        self.store = open_catalog(self.catalog_url, self.warehouse, opening)
+        self.fault = fault or fault_from_env()
+
+    @classmethod
+    def init(cls, spark: SparkSession | None, warehouse: str, catalog_url: str | None = None) -> "Lakehouse":
+        """Create a catalog and its warehouse (or open the pair if it exists): `branchspark init`."""
+        return cls(spark, warehouse, catalog_url, _opening=Opening.INIT)
+
+    @classmethod
+    def upgrade(cls, spark: SparkSession | None, warehouse: str, catalog_url: str | None = None) -> "Lakehouse":
+        """Migrate a catalog written by an older branchspark, and bind it to its warehouse: `branchspark upgrade`."""
+        return cls(spark, warehouse, catalog_url, _opening=Opening.UPGRADE)
+
+    @property
+    def spark(self) -> SparkSession:
+        if self._spark is None:
+            from .spark_session import local_session
+
+            self._spark = local_session()
+        return self._spark
+
+    @property
+    def writer(self) -> SegmentWriter:
+        return SegmentWriter(self.spark, self.warehouse)
+
+    # ------------------------------------------------------------- versions
+    def resolve(self, ref: str | datetime = MAIN, as_of=None) -> CommitInfo:
+        """A commit from a branch name, a commit id (or unique prefix), `branch@time`, or a time on main."""
+        if isinstance(ref, datetime):
+            ref, as_of = MAIN, ref
+        ref = str(ref)
+        if "@" in ref and as_of is None:
+            ref, as_of = ref.split("@", 1)
+        branch = self.store.find_branch(ref)
+        if branch is not None:
+            commit = self.store.get_commit(branch.head)
+        else:
+            commit = self.commit_by_id(ref)
+            if commit is None:
+                try:
+                    moment = parse_time(ref)
+                except errors.InvalidArgument:
+                    raise errors.CommitNotFound(ref) from None
+                return self.resolve(MAIN, moment)
+        if as_of is None:
+            return commit
+        moment = parse_time(as_of)
+        for candidate in self.store.first_parents(commit.id):
+            if candidate.ts <= moment:
+                return candidate
+        raise errors.CommitNotFound(f"{ref}@{as_of}")
+
+    def commit_by_id(self, ref: str) -> CommitInfo | None:
+        """The commit with this id or unique id prefix (at least 6 characters), or None."""
+        if len(ref) == 32:
+            try:
+                return self.store.get_commit(ref.lower())
+            except errors.CommitNotFound:
+                return None
+        return self.store.find_commit_by_prefix(ref)
+
+    def snapshot(self, ref: str | datetime = MAIN, as_of=None) -> Snapshot:
+        commit = self.resolve(ref, as_of)
+        label = str(ref) if as_of is None else f"{ref}@{as_of}"
+        return Snapshot(self, commit, label)
+
+    def read(self, table: str, at: str | datetime = MAIN, as_of=None) -> DataFrame:
+        return self.snapshot(at, as_of).read(table)
+
+    # ------------------------------------------------------------- branches
+    def create_branch(self, name: str, source: str | datetime = MAIN, as_of=None,
+                      run_branch: bool = False) -> BranchInfo:
+        """`run_branch=True`: a dbt invocation's own branch, which `gc(drop_run_branches_after=...)` may expire."""
+        check_branch_name(name)
+        commit = self.resolve(source, as_of)
+        return self.store.create_branch(name, commit.id, created_from=str(source) if as_of is None
+                                        else f"{source}@{as_of}", run_branch=run_branch)
+
+    def drop_branch(self, name: str, force: bool = False) -> None:
+        """Drop a branch. A protected one is refused; one with commits no other branch reaches needs
+        `force=True` (git's `branch -d` / `-D`)."""
+        if name == MAIN:
+            raise errors.InvalidArgument("branch 'main' is the catalog's default branch and cannot be dropped")
+        branch = self.store.get_branch(name)
+        if branch.protected:
+            raise errors.ProtectedBranch(name, action="dropped")
+        if not force:
+            others = [b.head for b in self.store.list_branches() if b.name != name]
+            only_here = self.store.reachable_commits([branch.head]) - self.store.reachable_commits(others)
+            if only_here:
+                raise errors.InvalidArgument(
+                    f"branch '{name}' has {len(only_here)} commit(s) no other branch reaches: merge it first, or "
+                    f"drop it anyway with force (`branchspark branch drop --force {name}`; "
+                    f"drop_branch('{name}', force=True) in Python; `--args '{{name: {name}, force: true}}'` in dbt)")
+        self.store.drop_branch(name)
+
+    def branch_exists(self, name: str) -> bool:
+        return self.store.find_branch(name) is not None
+
+    def list_branches(self) -> list[BranchInfo]:
+        """The user's branches (not the hidden ones a retrying writer holds for a moment)."""
+        return [b for b in self.store.list_branches() if not is_hidden_branch(b.name)]
+
+    def get_branch(self, name: str) -> BranchInfo:
+        return self.store.get_branch(name)
+
+    def protect_branch(self, name: str, protected: bool = True) -> None:
+        self.store.set_protected(name, protected)
+
+    def log(self, ref: str = MAIN, limit: int | None = None) -> list[CommitInfo]:
+        """Commits reachable from `ref`, newest first, each with its operations."""
+        out = []
+        for commit in self.store.ancestors(self.resolve(ref).id):
+            if limit is not None and len(out) >= limit:
+                break
+            out.append(CommitInfo(commit.id, commit.seq, commit.ts, commit.parents, commit.message, commit.author,
+                                  self.store.operations(commit.id)))
+        return out
+
+    # --------------------------------------------------------------- writes
+    def transaction(self, branch: str, message: str = "", author: str | None = None,
+                    allow_protected: bool = False) -> Transaction:
+        return Transaction(self, branch, message=message, author=author, allow_protected=allow_protected)
+
+    def merge(self, src: str | None, into: str = MAIN, *, strategy: str = "merge", on_conflict="abort",
+              dry_run: bool = False, message: str | None = None, author: str | None = None, drivers=None,
+              continue_: bool = False, views=()):
+        """MERGE BRANCH src TO into (SPEC 3): one merge commit on `into`; see merge/merger.py.
+        Paused merges, drivers and rebase: docs/interactive-merge.md. Only databases and tables merge,
+        unless `views` names views of src to carry in the same commit (merge/views.py; dbt does)."""
+        from .merge.merger import merge_branch
+
+        return merge_branch(self, src, into, strategy=strategy, on_conflict=on_conflict, dry_run=dry_run,
+                            message=message, author=author, drivers=drivers, continue_=continue_, views=views)
+
+    def merge_status(self, dest: str = MAIN) -> dict:
+        from .merge.interactive import status
+
+        return status(self, dest)
+
+    def resolve_conflicts(self, dest: str = MAIN, table: str | None = None, *, take: str | None = None,
+                          where: str | None = None, set: dict | None = None) -> dict:
+        from .merge.interactive import resolve
+
+        return resolve(self, dest, table, take=take, where=where, set=set)
+
+    def conflict_views(self, dest: str = MAIN) -> dict[str, str]:
+        from .merge.interactive import register_views
+
+        return register_views(self, dest)
+
+    def abort_merge(self, dest: str = MAIN) -> dict:
+        from .merge.interactive import abort
+
+        return abort(self, dest)
+
+    def branch(self, name: str) -> BranchOps:
+        self.store.get_branch(name)
+        return BranchOps(self, name)
+
+    def restore_table(self, branch: str, table: str, to, as_of=None, message: str = "") -> CommitInfo | None:
+        source = self.snapshot(to, as_of)
+        state = source.state(table)
+        database = source.ns.databases[state.database_id][1]
+        with self.transaction(branch, message=message or f"restore {table} to {source.commit.short_id}") as tx:
+            tx.restore_table(table, state, database)
+        return tx.commit_info
+
+    def restore_branch(self, branch: str, to, as_of=None, message: str = "") -> CommitInfo | None:
+        """One new commit on `branch` whose catalog equals the one at `to`."""
+        target = self.store.root(self.resolve(to, as_of).id)
+        with self.transaction(branch, message=message or f"restore {branch} to {to}") as tx:
+            current = tx.ns
+            for database_id in set(current.databases) | set(target.databases):
+                before, after = current.databases.get(database_id), target.databases.get(database_id)
+                if before and not after:
+                    tx._record("database", database_id, before[1], "drop")
+                elif after and not before:
+                    tx._record("database", database_id, after[1], "create", restored=True)
+                elif before[0] != after[0]:
+                    tx._record("database", database_id, after[1], "set properties", restored=True)
+            for table_id in set(current.tables) | set(target.tables):
+                before, after = current.tables.get(table_id), target.tables.get(table_id)
+                if before and not after:
+                    tx._record("table", table_id, current.full_name(table_id), "drop")
+                elif after and not before:
+                    tx._record("table", table_id, after[2], "create", restored=True)
+                elif before[0] != after[0]:
+                    old, new = self.store.tables([before[0], after[0]]).values()
+                    if old.schema_id != new.schema_id:
+                        tx._record("table", table_id, after[2], "alter column", action="restore")
+                    tx._record("table", table_id, after[2], "overwrite", restored=True)
+            current.databases = {k: list(v) for k, v in target.databases.items()}
+            current.tables = {k: list(v) for k, v in target.tables.items()}
+            current.staged_databases.clear()
+            current.staged_tables.clear()
+        return tx.commit_info
+
+    # ------------------------------------------------------------------- gc
+    def gc(self, grace_seconds: float = 3600.0, dry_run: bool = False,
+           drop_run_branches_after: float | None = None) -> GcReport:
+        """Delete files that no commit reachable from a branch references.
+
+        Files younger than `grace_seconds` are kept: a writer may be between writing them and committing.
+        With `drop_run_branches_after` (seconds), kept dbt run branches whose head is older are dropped first.
+        Hidden branches of retrying writers keep their files; one older than the grace period belongs to a
+        writer that crashed, and is dropped.
+        """
+        import time
+
+        branches = self.store.list_branches()
+        report = GcReport()
+        if drop_run_branches_after is not None:
+            expiry = datetime.now(timezone.utc).replace(tzinfo=None) - timedelta(seconds=drop_run_branches_after)
+            runs = [b for b in branches if b.run_branch]  # recorded at creation, not guessed from the name
+            run_heads = self.store.commits([b.head for b in runs])
+            for branch in runs:
+                if run_heads[branch.head].ts <= expiry:  # commit times are naive UTC
+                    report.dropped_branches.append(branch.name)
+                    if not dry_run:
+                        self.store.drop_branch(branch.name)
+            branches = [b for b in branches if b.name not in report.dropped_branches]
+        if not dry_run:
+            for stale in [b for b in branches if is_hidden_branch(b.name)
+                          and (utcnow() - b.created_at).total_seconds() > grace_seconds]:
+                self.store.drop_branch(stale.name)
+                branches.remove(stale)
+        heads = [b.head for b in branches] + self.store.pinned_commits()
+        commits = self.store.reachable_commits(heads)
+        version_ids = {entry[0] for cid in commits for entry in self.store.root(cid).tables.values()}
+        tables = self.store.tables(version_ids).values()
+        segment_ids = {s for t in tables for s in t.segments}
+        tombstone_ids = {s for t in tables for s in t.tombstones}
+        keep_roots = {_segment_root(s.path) for s in self.store.segments(segment_ids).values()}
+        keep_roots |= {t.path for t in self.store.tombstones(tombstone_ids).values()}
+        keep_roots |= metadata_roots(tables)  # Iceberg metadata of `branchspark serve`, per table version
+        report.referenced_segments, report.referenced_tombstones = len(segment_ids), len(tombstone_ids)
+        cutoff = time.time() - grace_seconds
+        # only the folders of tables this catalog knows: files elsewhere are no business of its gc
+        table_dirs = sorted(self.warehouse.table_dir(t) for t in self.store.known_table_ids())
+        for path, mtime in (entry for table_dir in table_dirs for entry in self.warehouse.list_files(table_dir)):
+            if _under_any(path, keep_roots):
+                report.referenced_files += 1
+            elif mtime > cutoff:
+                report.young_orphans.append(path)
+            else:
+                report.deleted_files.append(path)
+                if not dry_run:
+                    self.warehouse.delete_file(path)
+                    if self.fault and len(report.deleted_files) == 1:
+                        self.fault("gc.mid_delete")
+        report.kept_files = report.referenced_files + len(report.young_orphans)
+        if not dry_run:
+            self._remove_empty_dirs(keep_roots, table_dirs)
+        return report
+
+    def _remove_empty_dirs(self, keep_roots: set[str], table_dirs: list[str]) -> None:
+        for table_dir in table_dirs:
+            for kind in ("data", "tombstones"):
+                for directory in self.warehouse.list_dirs(f"{table_dir}/{kind}"):
+                    if directory not in keep_roots and not self.warehouse.list_files(directory):
+                        self.warehouse.delete_dir(directory)
+
+
+def _segment_root(path: str) -> str:
+    """tables/<id>/data/_bs_seg=<name>[/p=1] -> tables/<id>/data/_bs_seg=<name>"""
+    head, tail = path.split(f"{SEGMENT_COLUMN}=", 1)
+    return f"{head}{SEGMENT_COLUMN}={tail.split('/', 1)[0]}"
+
+
+def _under_any(path: str, roots: set[str]) -> bool:
+    parts = path.split("/")
+    return any("/".join(parts[:i]) in roots for i in range(1, len(parts)))
