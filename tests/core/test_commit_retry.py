@@ -6,7 +6,6 @@ import pytest
 
 from dbt.adapters.branchspark.core import errors
 from dbt.adapters.branchspark.core.catalog.retry import CommitRetry
-from dbt.adapters.branchspark.core.transaction import Transaction
 from sorted_rows import rows
 
 
@@ -15,7 +14,7 @@ def _df(spark, *ids):
 
 
 def test_a_non_conflicting_write_lands_on_the_moved_head_as_one_linear_commit(lh, spark, orders):
-    slow = Transaction(lh, "main", message="slow writer")
+    slow = lh.transaction("main", message="slow writer")
     slow.insert(orders, _df(spark, 6))
     lh.branch("main").insert(orders, _df(spark, 7), message="fast writer")
     lh.branch("main").delete(orders, "id = 2", message="fast delete")
@@ -35,7 +34,7 @@ def test_a_keyed_table_update_runs_again_on_the_moved_head_or_is_refused(lh, spa
     with lh.transaction("main") as tx:
         tx.create_database("shop")
         tx.create_table_as("shop.k", _df(spark, 1, 2, 3), primary_key=["id"])
-    slow = Transaction(lh, "main", message="slow")
+    slow = lh.transaction("main", message="slow")
     slow.update("shop.k", "id = 1", {"amount": "-1"})
     lh.branch("main").update("shop.k", "id = 2", {"amount": "-2"})
     head = lh.get_branch("main").head
@@ -56,7 +55,7 @@ def test_a_keyed_table_update_runs_again_on_the_moved_head_or_is_refused(lh, spa
 
 
 def test_a_delete_against_a_concurrent_insert_conflicts_as_in_a_merge(lh, spark, orders):
-    slow = Transaction(lh, "main")
+    slow = lh.transaction("main")
     slow.delete(orders, "id = 1")
     lh.branch("main").insert(orders, _df(spark, 7))
     with pytest.raises(errors.WriteConflict, match=r"changed what it read or wrote \(shop\.orders\)"):
@@ -65,7 +64,7 @@ def test_a_delete_against_a_concurrent_insert_conflicts_as_in_a_merge(lh, spark,
 
 
 def test_a_write_against_a_dropped_table_conflicts(lh, spark, orders):
-    slow = Transaction(lh, "main")
+    slow = lh.transaction("main")
     slow.insert(orders, _df(spark, 6))
     lh.branch("main").drop_table(orders)
     with pytest.raises(errors.WriteConflict, match=r"changed what it read or wrote \(shop\.orders\)"):

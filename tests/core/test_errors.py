@@ -3,7 +3,6 @@ import pytest
 from pyspark.sql import types as T
 
 from dbt.adapters.branchspark.core import errors
-from dbt.adapters.branchspark.core.transaction import Transaction
 from sorted_rows import rows
 
 
@@ -48,7 +47,7 @@ def test_stale_head_with_a_conflicting_change_is_refused_not_overwritten(lh, spa
     """The head moved and the landed commit changed the table the slow transaction read and wrote: refused
     (a transaction's code cannot be re-run), never settled by the merge rules; nothing is written."""
     head, data = lh.get_branch("main").head, rows(lh.read(orders))
-    slow = Transaction(lh, "main", message="slow writer")
+    slow = lh.transaction("main", message="slow writer")
     slow.update(orders, "id = 1", {"amount": "amount + 1"})
     lh.branch("main").update(orders, "id = 2", {"amount": "amount + 2"}, message="fast writer")
     fast_head = lh.get_branch("main").head

@@ -7,7 +7,7 @@ from click.testing import CliRunner
 
 from dbt.adapters.branchspark.cli.graph import GraphDrawer, graph_order
 from dbt.adapters.branchspark.cli.main import cli
-from dbt.adapters.branchspark.adapter.commit_messages import landing_summary
+from dbt.adapters.branchspark.cli.log_cmd import landing_summary
 from dbt.adapters.branchspark.adapter.run_landing import land_unmoved
 from tests.core.git_history import git_log_graph
 

@@ -12,9 +12,11 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, List, Optional
+import io
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from dbt_common.clients.agate_helper import table_from_rows
 
 from dbt.adapters.branchspark.core.changes import (
     CHANGE_TYPE,
@@ -130,10 +132,6 @@ class ChangesSummary:
 
 def _table_text(columns: List[str], rows: List[List[str]]) -> str:
     """A Markdown-like table as dbt prints agate tables, every column shown (all cells are text)."""
-    import io
-
-    from dbt_common.clients.agate_helper import table_from_rows
-
     out = io.StringIO()
     table_from_rows(rows, columns, text_only_columns=columns).print_table(
         max_rows=None, max_columns=None, max_column_width=80, output=out)

@@ -1,20 +1,18 @@
 """Commit messages that say which dbt invocation and which node wrote a commit."""
 
-import re
 from typing import Any, Optional
+
+from dbt_common.invocation import get_invocation_id
+from dbt.flags import get_flags
 
 
 def _invocation() -> str:
     """`<command> <invocation id>`, e.g. `run 0f3c...`."""
     try:
-        from dbt_common.invocation import get_invocation_id
-
         invocation_id = get_invocation_id()
     except Exception:
         invocation_id = "?"
     try:
-        from dbt.flags import get_flags
-
         command = getattr(get_flags(), "WHICH", None) or "run"
     except Exception:
         command = "run"
@@ -40,13 +38,3 @@ def node_of(message: str) -> Optional[str]:
     if node.startswith("sql ") or " " in node.split(" batch ", 1)[0]:
         return None
     return node.split(" batch ", 1)[0] or None
-
-
-_LANDED = re.compile(r"^(dbt \S+ .*?: landed \d+ nodes? from \S+): .+$", re.S)
-
-
-def landing_summary(message: str) -> str:
-    """A run landing's message without its list of nodes (run_landing.py writes
-    `dbt run <id>: landed 3 nodes from <run branch>: model.p.a, ...`); any other message as it is."""
-    found = _LANDED.match(message or "")
-    return found.group(1) if found else (message or "")

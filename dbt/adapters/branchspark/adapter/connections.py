@@ -16,6 +16,7 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.exceptions import FailedToConnectError
 from dbt.adapters.spark.connections import SparkConnectionManager
 from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
+from dbt.flags import get_flags
 
 from dbt.adapters.branchspark.adapter.target_branch import (
     BranchSession,
@@ -31,6 +32,8 @@ from dbt.adapters.branchspark.core.spark_errors import unreadable_file
 from dbt.adapters.branchspark.adapter.process_session import spark_session
 from dbt.adapters.branchspark.adapter.sql_router import RoutedResult, StatementRouter
 from dbt.adapters.branchspark.core.sql_text import split_statements
+from dbt.adapters.branchspark.core.errors import BranchNotFound, BranchsparkError
+from dbt.adapters.branchspark.adapter.commit_messages import statement_message
 
 logger = AdapterLogger("branchspark")
 
@@ -130,8 +133,6 @@ class BranchSparkHandle:
     @contextmanager
     def write(self, what: str) -> Iterator[BranchTransaction]:
         """The transaction a write goes to: the open model build's, or its own commit."""
-        from dbt.adapters.branchspark.adapter.commit_messages import statement_message
-
         with statement_transaction(self.branch_session, self.model_transaction, statement_message(what)) as tx:
             yield tx
 
@@ -218,8 +219,6 @@ class BranchSparkConnectionManager(SparkConnectionManager):
 def ensure_branch(lakehouse, branch: str, create_from: Optional[str]) -> None:
     """The target branch must exist; with `create_branch_from` a missing one is created from
     that branch (CI preview environments)."""
-    from dbt.adapters.branchspark.core.errors import BranchNotFound
-
     if lakehouse.branch_exists(branch):
         return
     if not create_from:
@@ -237,8 +236,6 @@ BUILDING_COMMANDS = {"run", "build", "seed", "snapshot", "clone", "retry"}
 
 def _dbt_command() -> Optional[str]:
     try:
-        from dbt.flags import get_flags
-
         return getattr(get_flags(), "WHICH", None)
     except Exception:  # no dbt invocation (the adapter used as a library)
         return None
@@ -247,8 +244,6 @@ def _dbt_command() -> Optional[str]:
 def refuse_protected_builds(lakehouse, branch: str) -> None:
     command = _dbt_command()
     if command in BUILDING_COMMANDS and lakehouse.get_branch(branch).protected:
-        from dbt.adapters.branchspark.core.errors import BranchsparkError
-
         raise BranchsparkError(
             f"branch '{branch}' is protected and only changes by merge, so `dbt {command}` against it would "
             f"build nothing: target a feature branch, then `dbt run-operation merge_branch --args "
@@ -263,8 +258,6 @@ def refuse_builds_on_paused(lakehouse, branch: str) -> None:
 
 def error_line(exc: BaseException) -> str:
     """The message a user should read: the core's one line as is; Spark's without the JVM trace."""
-    from dbt.adapters.branchspark.core.errors import BranchsparkError
-
     if isinstance(exc, BranchsparkError):
         return redact_text(str(exc))
     damaged = unreadable_file(exc)

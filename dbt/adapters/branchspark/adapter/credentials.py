@@ -6,6 +6,7 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from dbt.adapters.spark.connections import SparkCredentials
 from dbt_common.exceptions import DbtRuntimeError
+from dbt.flags import get_flags
 
 from dbt.adapters.branchspark.core.catalog.url import redact_url
 
@@ -113,8 +114,6 @@ class BranchSparkCredentials(SparkCredentials):
 def _project_dir() -> str:
     """The dbt project dir of this invocation (its --project-dir), else the cwd."""
     try:
-        from dbt.flags import get_flags
-
         project_dir = getattr(get_flags(), "PROJECT_DIR", None)
     except Exception:  # flags are not set outside a dbt invocation
         project_dir = None

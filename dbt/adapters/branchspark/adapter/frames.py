@@ -7,6 +7,8 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import CharType, DataType, StringType, StructField, StructType, VarcharType, _parse_datatype_string
 
+from dbt.adapters.branchspark.core.sql_text import split_top_level, unquote
+
 # SQL type names dbt's generic macros use that Spark's DDL parser does not know.
 _TYPE_ALIASES = {
     "text": "string",
@@ -55,8 +57,6 @@ _AFTER_TYPE = re.compile(r"\s+(?:not\s+null|null|default|comment|primary\s+key|u
 def schema_from_ddl(columns_ddl: str) -> StructType:
     """Column definitions of a CREATE TABLE / ADD COLUMNS, also in the SQL of other databases
     (`TEXT`, `TIMESTAMP WITHOUT TIME ZONE`, `VARCHAR(20)`, `DEFAULT NULL`), as Spark fields."""
-    from dbt.adapters.branchspark.core.sql_text import split_top_level, unquote
-
     fields = []
     for definition in split_top_level(columns_ddl, type_brackets=True):
         m = _COLUMN_DEF.match(definition)

@@ -6,8 +6,10 @@ materializations and dispatched macros of `dbt/include/branchspark` call: each
 runs core operations in the model build's transaction on the target branch.
 """
 
+import io
 from typing import Any, Dict, FrozenSet, List, Optional, Set, Tuple
 
+import agate
 from dbt.adapters.base import available
 from dbt.adapters.base.relation import InformationSchema
 from dbt.adapters.contracts.relation import RelationType
@@ -25,6 +27,9 @@ from dbt.adapters.branchspark.adapter.connections import BranchSparkConnectionMa
 from dbt.adapters.branchspark.adapter.frames import normalize_type
 from dbt.adapters.branchspark.adapter.relation import BranchSparkRelation, core_table_name
 from dbt.adapters.branchspark.adapter.seeds import seed_dataframe
+from dbt.adapters.branchspark.adapter.target_branch import _author
+from dbt.adapters.branchspark.adapter.merge_operations import paused_operation, run_merge
+from dbt.adapters.branchspark.adapter.branch_changes import last_change_commit, make_request, register_view, summarize
 
 logger = AdapterLogger("branchspark")
 
@@ -151,8 +156,6 @@ class BranchSparkAdapter(SparkAdapter):
         schemas: Set[str],
         used_schemas: FrozenSet[Tuple[str, str]],
     ):
-        import agate
-
         rows: List[Dict[str, Any]] = []
         for schema in schemas:
             for relation in self.list_relations_without_caching(self.Relation.create(schema=schema)):
@@ -373,8 +376,6 @@ class BranchSparkAdapter(SparkAdapter):
     @available
     def table_text(self, table, max_column_width: int = 80) -> str:
         """An agate table as the Markdown-like text dbt prints (for run-operation output)."""
-        import io
-
         out = io.StringIO()
         table.print_table(max_rows=None, max_column_width=max_column_width, output=out)
         return out.getvalue().rstrip("\n")
@@ -423,9 +424,6 @@ class BranchSparkAdapter(SparkAdapter):
                      continue_: bool = False, views=None) -> str:
         """MERGE BRANCH src TO dest (default: the target's branch); returns the report dbt prints.
         `views`: the project's view models (schema.alias), published with the tables (merge/views.py)."""
-        from dbt.adapters.branchspark.adapter.target_branch import _author
-        from dbt.adapters.branchspark.adapter.merge_operations import run_merge
-
         session = self._handle().branch_session
         dest = dest or self.config.credentials.branch
         if not src and not continue_:
@@ -441,8 +439,6 @@ class BranchSparkAdapter(SparkAdapter):
     def paused_merge(self, operation: str, dest: Optional[str] = None, table: Optional[str] = None,
                      take: Optional[str] = None, where: Optional[str] = None, assignments=None):
         """run-operations merge_status, resolve_conflicts, abort_merge, merge_driver_sides (merge_operation.py)."""
-        from dbt.adapters.branchspark.adapter.merge_operations import paused_operation
-
         session = self._handle().branch_session
         dest = dest or self.config.credentials.branch
         return self._run(operation, lambda: paused_operation(session.lakehouse, operation, str(dest), table, take,
@@ -463,8 +459,6 @@ class BranchSparkAdapter(SparkAdapter):
         return text.lower()
 
     def _changes_request(self, table, from_version, to, branch, net):
-        from dbt.adapters.branchspark.adapter.branch_changes import make_request
-
         lakehouse = self._handle().branch_session.lakehouse
         return make_request(lakehouse, self._changes_table(table), from_version, to, branch, net,
                             self._handle().branch_session.branch)
@@ -472,8 +466,6 @@ class BranchSparkAdapter(SparkAdapter):
     @available.parse_none
     def branch_changes_relation(self, table, from_version=None, to=None, branch=None, net=False):
         """A session relation over `table`'s changes from `from_version` to `to` (macro `branch_changes`)."""
-        from dbt.adapters.branchspark.adapter.branch_changes import register_view
-
         session = self._handle().branch_session
 
         def run():
@@ -486,8 +478,6 @@ class BranchSparkAdapter(SparkAdapter):
     @available.parse_none
     def branch_last_change_commit(self, relation) -> Optional[str]:
         """The commit that last changed `relation` on the target branch (an incremental model's last build)."""
-        from dbt.adapters.branchspark.adapter.branch_changes import last_change_commit
-
         lakehouse = self._handle().branch_session.lakehouse
         name = self._changes_table(relation)
         branch = self._handle().branch_session.branch  # the run branch during a run: its own builds count
@@ -496,8 +486,6 @@ class BranchSparkAdapter(SparkAdapter):
     @available.parse_none
     def branch_changes_summary(self, table, from_version=None, to=None, branch=None, net=False, limit=10) -> str:
         """What run-operation branch_changes prints: a title, counts per commit, the first changes."""
-        from dbt.adapters.branchspark.adapter.branch_changes import summarize
-
         lakehouse = self._handle().branch_session.lakehouse
 
         def run():

@@ -11,6 +11,9 @@ from typing import Optional
 from dbt_common.clients.agate_helper import table_from_rows
 from dbt_common.exceptions import DbtRuntimeError
 
+from ..core.errors import MergeConflict
+from ..core.merge.drivers import side_sql, sql_driver
+from ..core.merge.interactive import open_rows, register_views, status, status_rows, status_title
 from ..core.merge.report import MergeResult
 
 
@@ -36,16 +39,12 @@ def report_text(result: MergeResult) -> str:
 
 def _drivers(expressions) -> dict:
     """The dbt macros' merge drivers (table -> SQL per column, rendered in Jinja) as core drivers."""
-    from ..core.merge.drivers import sql_driver
-
     return {table: sql_driver(sql) for table, sql in (expressions or {}).items() if sql}
 
 
 def run_merge(lakehouse, src: str, dest: str, strategy: str, on_conflict, dry_run: bool,
               message: Optional[str], author: str, drivers=None, continue_: bool = False, views=()) -> str:
     """`views`: the project's views, carried with the tables (SPEC 5; the core alone merges tables only)."""
-    from ..core.errors import MergeConflict
-
     try:
         result = lakehouse.merge(src, dest, strategy=strategy, on_conflict=on_conflict, dry_run=bool(dry_run),
                                  message=message, author=author, drivers=_drivers(drivers),
@@ -60,8 +59,6 @@ def run_merge(lakehouse, src: str, dest: str, strategy: str, on_conflict, dry_ru
 
 def status_text(lakehouse, dest: str, limit: int = 20) -> str:
     """merge_status as dbt prints it: the phase, open conflicts per table, the first open conflict rows."""
-    from ..core.merge.interactive import open_rows, register_views, status, status_rows, status_title
-
     state = status(lakehouse, dest)
     parts = [status_title(state)]
     if state["tables"]:
@@ -86,8 +83,6 @@ def paused_operation(lakehouse, operation: str, dest: str, table=None, take=None
         lakehouse.abort_merge(dest)
         return f"aborted the merge into {dest}: {dest} is as it was"
     if operation == "conflict_view":
-        from ..core.merge.interactive import register_views
-
         views = register_views(lakehouse, dest)
         wanted = str(table or "schema").lower()
         if wanted not in {k.lower() for k in views}:
@@ -102,8 +97,6 @@ def paused_operation(lakehouse, operation: str, dest: str, table=None, take=None
 def driver_sides(lakehouse, dest: str, table: str):
     """{base, ours, theirs}: SQL text of each value column of `table` on `dest` (every column of a keyless
     table, whose rows are paired by identity), for a driver macro; None when the table is not on dest."""
-    from ..core.merge.drivers import side_sql
-
     snapshot = lakehouse.snapshot(dest)
     if not snapshot.has_table(table):
         return None

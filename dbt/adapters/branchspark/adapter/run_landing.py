@@ -32,10 +32,20 @@ import sys
 import threading
 from typing import Dict, List, Optional, Tuple
 
+import click
 from dbt.adapters.events.logging import AdapterLogger
+from dbt.flags import get_flags
+from dbt_common.events.event_manager_client import add_callback_to_manager
 from dbt_common.exceptions import DbtRuntimeError
+from dbt_common.invocation import get_invocation_id
 
 from dbt.adapters.branchspark.adapter.commit_messages import node_of
+from dbt.adapters.branchspark.adapter.merge_operations import report_text
+from dbt.adapters.branchspark.adapter.target_branch import _author as author
+from dbt.adapters.branchspark.core.errors import MergeConflict, MergeInProgress, StaleHead
+from dbt.adapters.branchspark.core.merge.base import merge_base
+from dbt.adapters.branchspark.core.merge.merger import ConflictPolicy, ThreeWayMerge
+from dbt.adapters.branchspark.core.merge.report import Conflict, MergeResult, conflict_message
 
 logger = AdapterLogger("branchspark")
 
@@ -68,8 +78,6 @@ def run_branch_name(branch: str, command: str, invocation_id: str) -> str:
 
 
 def _invocation_id() -> str:
-    from dbt_common.invocation import get_invocation_id
-
     return get_invocation_id()
 
 
@@ -80,8 +88,6 @@ def _click_command() -> Optional[str]:
     use of the adapter (e.g. a test fixture's `run_sql` between invocations) never starts a run.
     """
     try:
-        import click
-
         context = click.get_current_context(silent=True)
     except Exception:
         return None
@@ -96,8 +102,6 @@ def invocation_command() -> Optional[Tuple[str, bool]]:
         return None
     name = _invocation["command"]
     if name == "retry":
-        from dbt.flags import get_flags
-
         return getattr(get_flags(), "WHICH", None), True  # RetryTask sets the retried command's flags
     return name, False
 
@@ -150,8 +154,6 @@ class InvocationRun:
 
     @classmethod
     def start(cls, lakehouse, branch: str, command: str, invocation_id: str, retry: bool = False) -> "InvocationRun":
-        from dbt_common.events.event_manager_client import add_callback_to_manager
-
         kept = _kept_run(lakehouse, branch) if retry else None
         if kept is not None:
             run = cls(lakehouse, branch, kept["run_branch"], command, invocation_id, continues=kept["invocation_id"])
@@ -202,10 +204,6 @@ class InvocationRun:
             f"`dbt run-operation drop_branch --args '{{name: {self.run_branch}, force: true}}'` removes it")
 
     def land(self) -> None:
-        from dbt.adapters.branchspark.core.errors import MergeConflict, MergeInProgress, StaleHead
-        from dbt.adapters.branchspark.core.merge.base import merge_base
-        from dbt.adapters.branchspark.adapter.merge_operations import report_text
-
         store = self.lakehouse.store
         run_head = store.get_branch(self.run_branch).head
         landed = None
@@ -291,8 +289,6 @@ def land_unmoved(lakehouse, branch: str, head: str, run_branch: str, run_head: s
                  author: str):
     """B has not moved since the run forked: one commit on B, parents (B's head, the run's head), whose
     catalog is the run branch's, recording the operations the run made (metadata only)."""
-    from dbt.adapters.branchspark.core.errors import StaleHead
-
     store = lakehouse.store
     tx = lakehouse.transaction(branch, message=message, author=author)
     if tx.base_head != head:
@@ -311,10 +307,6 @@ def land_unmoved(lakehouse, branch: str, head: str, run_branch: str, run_head: s
 def land_by_merge(lakehouse, branch: str, head: str, run_branch: str, run_head: str, base: str, message: str,
                   author: str):
     """B moved: MERGE BRANCH run INTO B (SPEC 3) as one merge commit, with the run's views carried over."""
-    from dbt.adapters.branchspark.core.errors import MergeConflict, StaleHead
-    from dbt.adapters.branchspark.core.merge.merger import ConflictPolicy, ThreeWayMerge
-    from dbt.adapters.branchspark.core.merge.report import MergeResult, conflict_message
-
     planner = ThreeWayMerge(lakehouse, run_branch, run_head, branch, base, ConflictPolicy(), message, author)
     if planner.tx.base_head != head:
         raise StaleHead(branch, head, planner.tx.base_head)
@@ -330,8 +322,6 @@ def land_by_merge(lakehouse, branch: str, head: str, run_branch: str, run_head: 
 
 def carry_views(planner, result) -> None:
     """Views the run created, replaced or dropped, applied to the merge (a view is stored SQL: the run's wins)."""
-    from dbt.adapters.branchspark.core.merge.report import Conflict
-
     base, src, ns = planner.base, planner.src, planner.ns
     for table_id in sorted(set(base.tables) | set(src.tables)):
         before, after = base.tables.get(table_id), src.tables.get(table_id)
@@ -370,8 +360,6 @@ def _state_path(state_dir: Optional[str] = None) -> Optional[str]:
 
 def _kept_run(lakehouse, branch: str) -> Optional[dict]:
     """The run branch kept by the invocation `dbt retry` retries (its run_results.json), if it is still there."""
-    from dbt.flags import get_flags
-
     state_dir = getattr(get_flags(), "STATE", None)
     path = _state_path(str(state_dir) if state_dir else None)
     if path is None or not os.path.exists(path):
@@ -391,6 +379,4 @@ def _kept_run(lakehouse, branch: str) -> Optional[dict]:
 
 
 def _author() -> str:
-    from dbt.adapters.branchspark.adapter.target_branch import _author as author
-
     return author()

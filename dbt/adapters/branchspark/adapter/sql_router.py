@@ -26,6 +26,7 @@ from dbt.adapters.branchspark.core.sql_text import (
     strip_comments,
     unquote,
 )
+from dbt.adapters.branchspark.core.merge import interactive
 
 _FLAGS = re.IGNORECASE | re.DOTALL
 N = NAME_PATTERN
@@ -249,14 +250,10 @@ class StatementRouter:
 
     def _conflict_relation(self, name_token: str):
         """(dest, table) when `name_token` is a paused merge's conflict view (SPEC 3.6), else None."""
-        from dbt.adapters.branchspark.core.merge import interactive
-
         return interactive.relation_of_view(self.branch_session.lakehouse, name_token)
 
     def _resolve_conflicts(self, relation, predicate: str, assignments: Dict[str, str]) -> RoutedResult:
         """UPDATE of a conflict view: resolve those rows of the paused merge, then show the new version."""
-        from dbt.adapters.branchspark.core.merge import interactive
-
         dest, table = relation
         lakehouse = self.branch_session.lakehouse
         interactive.resolve(lakehouse, dest, table, where=predicate, set=assignments)

@@ -16,6 +16,7 @@ from typing import Dict, Iterator, Optional, Set, Tuple
 from pyspark.sql import SparkSession
 
 from dbt.adapters.branchspark.adapter.temp_views import VIEW, BranchViews, empty_rows, views_of
+from dbt.adapters.branchspark.core.lakehouse import Lakehouse
 
 
 class _AbortTransaction(Exception):
@@ -29,8 +30,6 @@ _cache_lock = threading.Lock()
 
 def open_lakehouse(spark: SparkSession, warehouse: str, catalog_url: Optional[str]):
     """One Lakehouse per (session, warehouse, catalog) in this process."""
-    from dbt.adapters.branchspark.core.lakehouse import Lakehouse
-
     key = (id(spark), warehouse, catalog_url)
     with _cache_lock:
         lakehouse = _lakehouses.get(key)

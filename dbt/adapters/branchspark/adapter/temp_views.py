@@ -17,6 +17,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Set
 from pyspark.sql import DataFrame, SparkSession
 
 from dbt.adapters.branchspark.core.sql_text import QUOTED, quote_identifier, tokens, unquote
+from dbt.adapters.branchspark.adapter.frames import struct_of
 
 TABLE, VIEW = "table", "view"
 
@@ -135,8 +136,6 @@ def _reader(snapshot, full_name: str) -> Callable[[], DataFrame]:
 
 def empty_rows(spark: SparkSession, columns) -> DataFrame:
     """No rows, with the columns of a catalog table (ColumnInfo list)."""
-    from dbt.adapters.branchspark.adapter.frames import struct_of
-
     return spark.createDataFrame([], struct_of(columns))
 
 

@@ -3,16 +3,25 @@
 brought in (a landed run's per-model commits)."""
 from __future__ import annotations
 
+import re
+
 import click
 from rich.markup import escape
 from rich.text import Text
 
 from ..core.catalog.state import CommitInfo
-from ..adapter.commit_messages import landing_summary
 from .graph import GraphDrawer, graph_order
 from .output import console
 
 _OPS_SHOWN = 100  # characters of the operations list printed after a message
+# A run landing's message, as adapter/run_landing.py writes it: `dbt run <id>: landed 3 nodes from <run branch>: ...`
+_LANDED = re.compile(r"^(dbt \S+ .*?: landed \d+ nodes? from \S+): .+$", re.S)
+
+
+def landing_summary(message: str) -> str:
+    """A run landing's message without its list of nodes; any other message as it is."""
+    found = _LANDED.match(message or "")
+    return found.group(1) if found else (message or "")
 
 
 @click.command()

@@ -21,6 +21,7 @@ from .log_cmd import log
 from .merge_cmd import abort, merge, merge_status, resolve
 from .output import console
 from .serve_cmd import serve
+from .session import command_session
 
 
 class Context:
@@ -32,7 +33,7 @@ class Context:
     def lakehouse(self) -> Lakehouse:
         """The catalog and warehouse named, which must exist and belong together: only `init` creates them."""
         if self._lakehouse is None:
-            self._lakehouse = Lakehouse(None, self.warehouse, self.catalog, create=False)
+            self._lakehouse = Lakehouse(command_session, self.warehouse, self.catalog, create=False)
         return self._lakehouse
 
 
@@ -69,7 +70,7 @@ def cli(ctx, catalog, warehouse):
 @click.pass_obj
 def init(obj: Context):
     """Create the catalog and its warehouse (a new catalog has branch main); an existing pair is left as it is."""
-    lakehouse = obj._lakehouse = Lakehouse.init(None, obj.warehouse, obj.catalog)
+    lakehouse = obj._lakehouse = Lakehouse.init(command_session, obj.warehouse, obj.catalog)
     _print_ready(lakehouse)
 
 
@@ -77,7 +78,7 @@ def init(obj: Context):
 @click.pass_obj
 def upgrade(obj: Context):
     """Upgrade a catalog written by an older branchspark in place, and bind it to its warehouse."""
-    lakehouse = obj._lakehouse = Lakehouse.upgrade(None, obj.warehouse, obj.catalog)
+    lakehouse = obj._lakehouse = Lakehouse.upgrade(command_session, obj.warehouse, obj.catalog)
     store = lakehouse.store
     click.echo(f"upgraded the catalog from revision {store.upgraded_from} to {store.revision}" if store.upgraded_from
                else f"the catalog is already at revision {store.revision}")

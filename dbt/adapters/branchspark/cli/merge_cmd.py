@@ -14,6 +14,7 @@ from rich.table import Table
 from ..core import errors
 from ..core.merge.merger import ON_CONFLICT, STRATEGIES
 from .output import console
+from ..core.merge.interactive import open_rows, status, status_rows, status_title
 
 
 def rows_table(title: str, rows: list[dict]) -> Table:
@@ -66,8 +67,6 @@ def merge(obj, src, dest, strategy, on_conflict, continue_, dry_run, message, au
 
 
 def print_status(lakehouse, dest: str, limit: int = 20) -> None:
-    from ..core.merge.interactive import open_rows, status, status_rows, status_title
-
     state = status(lakehouse, dest)
     console.print(status_title(state))
     if state["tables"]:

@@ -29,15 +29,15 @@ The hidden branch is dropped either way; a crashed writer's one is dropped by `g
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING
 
 from . import errors
 from .catalog.retry import CommitRetry
 from .catalog.state import CommitInfo
+from .merge.base import merge_base
+from .merge.merger import ConflictPolicy, ThreeWayMerge
+from .merge.report import MergeResult
+from .transaction import Transaction
 from .write_dependencies import changed_tables, overlap, tables_read_by
-
-if TYPE_CHECKING:
-    from .transaction import Transaction
 
 HIDDEN_PREFIX = "@retry/"  # '@' is not allowed in branch names, so these never clash with a user's
 
@@ -112,10 +112,6 @@ def _drop(store, hidden: str | None) -> None:
 
 def _land(tx: "Transaction", staged: CommitInfo, head: str) -> CommitInfo | None:
     """One attempt: plan `staged` into the branch at `head` and commit the result by compare-and-swap."""
-    from .merge.base import merge_base
-    from .merge.merger import ConflictPolicy, ThreeWayMerge
-    from .merge.report import MergeResult
-
     lakehouse, store = tx.lakehouse, tx.store
     base = merge_base(store, staged.id, head)
     if base == head:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -25,11 +26,13 @@ from .catalog.binding import Opening, open_catalog
 from .catalog.namespace import Namespace, check_branch_name
 from .catalog.state import BranchInfo, CommitInfo, DatabaseInfo, TableInfo, TableState
 from .catalog.store import CATALOG_URL_ENV, MAIN, default_catalog_url, utcnow
-from .commit_replay import is_hidden_branch
-from ..iceberg.files import metadata_roots
+from .commit_replay import is_hidden_branch, land_on_moved_head
+from .merge import interactive
+from .merge.strategies import merge_branch
 from .spark_errors import unreadable_file
+from .spark_session import local_session
 from .sql_text import QUOTED, quote_identifier, tokens, unquote
-from .storage.layout import SEGMENT_COLUMN, Warehouse
+from .storage.layout import SEGMENT_COLUMN, Warehouse, metadata_roots
 from .storage.reader import TableReader
 from .storage.writer import SegmentWriter
 from .transaction import Transaction
@@ -166,10 +169,13 @@ class Lakehouse:
     migrates a catalog written by an older version (`branchspark init` / `branchspark upgrade`).
     """
 
-    def __init__(self, spark: SparkSession | None, warehouse: str, catalog_url: str | None = None,
-                 fault: Callable[[str], None] | None = None, create: bool = True,
+    def __init__(self, spark: SparkSession | Callable[[], SparkSession] | None, warehouse: str,
+                 catalog_url: str | None = None, fault: Callable[[str], None] | None = None, create: bool = True,
                  _opening: Opening | None = None):
-        self._spark = spark  # None: started on first data access, so metadata commands need no JVM
+        # A session, or what makes one on first data access (None: spark_session.local_session), so metadata
+        # commands need no JVM; the command line hands in its own (the warm local engine on request).
+        self._spark = None if spark is None or callable(spark) else spark
+        self._spark_factory = spark if callable(spark) else local_session
         self.warehouse = Warehouse(warehouse)  # relative paths are taken from the working directory
         self.catalog_url = (catalog_url or os.environ.get(CATALOG_URL_ENV)
                             or default_catalog_url(self.warehouse.root))
@@ -178,22 +184,27 @@ class Lakehouse:
         self.fault = fault or fault_from_env()
 
     @classmethod
-    def init(cls, spark: SparkSession | None, warehouse: str, catalog_url: str | None = None) -> "Lakehouse":
+    def init(cls, spark: SparkSession | Callable[[], SparkSession] | None, warehouse: str,
+             catalog_url: str | None = None) -> "Lakehouse":
         """Create a catalog and its warehouse (or open the pair if it exists): `branchspark init`."""
         return cls(spark, warehouse, catalog_url, _opening=Opening.INIT)
 
     @classmethod
-    def upgrade(cls, spark: SparkSession | None, warehouse: str, catalog_url: str | None = None) -> "Lakehouse":
+    def upgrade(cls, spark: SparkSession | Callable[[], SparkSession] | None, warehouse: str,
+                catalog_url: str | None = None) -> "Lakehouse":
         """Migrate a catalog written by an older branchspark, and bind it to its warehouse: `branchspark upgrade`."""
         return cls(spark, warehouse, catalog_url, _opening=Opening.UPGRADE)
 
     @property
     def spark(self) -> SparkSession:
         if self._spark is None:
-            from .spark_session import local_session
-
-            self._spark = local_session()
+            self._spark = self._spark_factory()
         return self._spark
+
+    @property
+    def spark_started(self) -> bool:
+        """Whether this Lakehouse has a Spark session yet (metadata commands never start one)."""
+        return self._spark is not None
 
     @property
     def writer(self) -> SegmentWriter:
@@ -296,39 +307,30 @@ class Lakehouse:
     # --------------------------------------------------------------- writes
     def transaction(self, branch: str, message: str = "", author: str | None = None,
                     allow_protected: bool = False) -> Transaction:
-        return Transaction(self, branch, message=message, author=author, allow_protected=allow_protected)
+        return Transaction(self, branch, message=message, author=author, allow_protected=allow_protected,
+                           land_on_moved_head=land_on_moved_head)
 
     def merge(self, src: str | None, into: str = MAIN, *, strategy: str = "merge", on_conflict="abort",
               dry_run: bool = False, message: str | None = None, author: str | None = None, drivers=None,
               continue_: bool = False, views=()):
-        """MERGE BRANCH src TO into (SPEC 3): one merge commit on `into`; see merge/merger.py.
+        """MERGE BRANCH src TO into (SPEC 3): one merge commit on `into`; see merge/strategies.py.
         Paused merges, drivers and rebase: docs/interactive-merge.md. Only databases and tables merge,
         unless `views` names views of src to carry in the same commit (merge/views.py; dbt does)."""
-        from .merge.merger import merge_branch
-
         return merge_branch(self, src, into, strategy=strategy, on_conflict=on_conflict, dry_run=dry_run,
                             message=message, author=author, drivers=drivers, continue_=continue_, views=views)
 
     def merge_status(self, dest: str = MAIN) -> dict:
-        from .merge.interactive import status
-
-        return status(self, dest)
+        return interactive.status(self, dest)
 
     def resolve_conflicts(self, dest: str = MAIN, table: str | None = None, *, take: str | None = None,
                           where: str | None = None, set: dict | None = None) -> dict:
-        from .merge.interactive import resolve
-
-        return resolve(self, dest, table, take=take, where=where, set=set)
+        return interactive.resolve(self, dest, table, take=take, where=where, set=set)
 
     def conflict_views(self, dest: str = MAIN) -> dict[str, str]:
-        from .merge.interactive import register_views
-
-        return register_views(self, dest)
+        return interactive.register_views(self, dest)
 
     def abort_merge(self, dest: str = MAIN) -> dict:
-        from .merge.interactive import abort
-
-        return abort(self, dest)
+        return interactive.abort(self, dest)
 
     def branch(self, name: str) -> BranchOps:
         self.store.get_branch(name)
@@ -382,8 +384,6 @@ class Lakehouse:
         Hidden branches of retrying writers keep their files; one older than the grace period belongs to a
         writer that crashed, and is dropped.
         """
-        import time
-
         branches = self.store.list_branches()
         report = GcReport()
         if drop_run_branches_after is not None:

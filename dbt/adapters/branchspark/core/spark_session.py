@@ -11,12 +11,10 @@ import sys
 from pyspark.sql import SparkSession
 from pyspark.sql.connect.shell import PROGRESS_BAR_ENABLED
 
-from ..engine import client as engine_client
+from .connect import is_connect
 from .storage import deletion_vectors
 
 # What a Spark Connect client may set; the server owns master, catalog, memory and UI.
-# `local`: the command line (and plain-Python use) takes its Spark from the warm local engine.
-ENGINE_CHOICE_ENV = "BRANCHSPARK_SPARK"
 CONNECT_RUNTIME_SETTINGS = ("spark.sql.ansi.enabled", "spark.sql.session.timeZone", "spark.sql.shuffle.partitions",
                             "spark.sql.adaptive.coalescePartitions.initialPartitionNum")
 # Spark's progress bars write over the command's output: off unless a config asks for them.
@@ -25,18 +23,14 @@ SHOW_PROGRESS = "spark.ui.showConsoleProgress"
 
 def local_session(master: str | None = None, config: dict | None = None) -> SparkSession:
     """An in-process session; with no master asked for, a Spark Connect session when $SPARK_REMOTE
-    names a server (pyspark's own variable) or this process is already a Connect client, or a session on
-    the warm local engine when $BRANCHSPARK_SPARK is `local` (and no in-process session exists)."""
+    names a server (pyspark's own variable) or this process is already a Connect client. (The warm local
+    engine is the engine package's: whoever wants it asks it for the address, as cli/session.py does.)"""
     if master is None:
         active = SparkSession.getActiveSession()
         if active is not None and is_connect(active):
             return active
         if os.environ.get("SPARK_REMOTE"):
             return connect_session(os.environ["SPARK_REMOTE"], config)
-        if os.environ.get(ENGINE_CHOICE_ENV, "").lower() == "local" and active is None:
-            session = connect_session(engine_client.attach("branchspark"), config)
-            engine_client.own_session(session)
-            return session
     # Spark's Python workers must use this interpreter: it is the one with pyarrow and pandas.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = (SparkSession.builder.master(master or os.environ.get("BRANCHSPARK_SPARK_MASTER", "local[*]"))
@@ -71,11 +65,6 @@ def connect_progress(config: dict) -> None:
     `spark.ui.showConsoleProgress` in `config` says whether; without it the variable stays as it is."""
     if SHOW_PROGRESS in config:
         os.environ[PROGRESS_BAR_ENABLED] = "1" if str(config[SHOW_PROGRESS]).lower() == "true" else "0"
-
-
-def is_connect(session: SparkSession) -> bool:
-    """True for a Spark Connect client session (no SparkContext, no JVM in this process)."""
-    return type(session).__module__.startswith("pyspark.sql.connect")
 
 
 def quiet(session: SparkSession) -> None:

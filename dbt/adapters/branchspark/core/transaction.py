@@ -15,7 +15,7 @@ import itertools
 import uuid
 from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame
@@ -26,20 +26,20 @@ from . import errors, spark_errors
 from .catalog.namespace import check_name, split_name
 from .catalog.schema_rules import check_widening, parse_type
 from .catalog.state import Column, CommitInfo, DatabaseState, OpInfo, Schema, TableInfo, TableState
-from .commit_replay import land_on_moved_head
+from .context import WriteContext
 from .storage.difference import NEW, OLD, SIDE, difference, differs
 from .storage.layout import SEGMENT_COLUMN
 from .storage.reader import PREV_FILE, PREV_POS, ROW_FILE, ROW_POS, TableReader, quote, segment_group
 from .storage.writer import TombstoneSummary, first_written_in
 from .write_dependencies import TrackingNamespace, TrackingReader
 
-if TYPE_CHECKING:
-    from .lakehouse import Lakehouse
-
 
 class Transaction:
-    def __init__(self, lakehouse: "Lakehouse", branch: str, message: str = "", author: str | None = None,
-                 allow_protected: bool = False, finishing: str | None = None):
+    def __init__(self, lakehouse: WriteContext, branch: str, message: str = "", author: str | None = None,
+                 allow_protected: bool = False, finishing: str | None = None,
+                 land_on_moved_head: Callable[["Transaction"], CommitInfo | None] | None = None):
+        """`land_on_moved_head`: what lands this write when its head moved (commit_replay.py, handed in by
+        Lakehouse.transaction); without it a moved head fails the commit with StaleHead."""
         self.lakehouse = lakehouse
         self.store = lakehouse.store
         self.branch = branch
@@ -58,6 +58,7 @@ class Transaction:
         self.commit_info: CommitInfo | None = None
         self.merge_parent: str | None = None  # set by a merge: the commit merged in, the second parent
         self.auto_retry = True  # land on a moved head, run again or refuse (commit_replay.py)
+        self.land_on_moved_head = land_on_moved_head
         self.rerun: Callable[["Transaction"], Any] | None = None  # see replayable()
         self.result: Any = None  # what the replayable operation returned, on the head it landed on
         self._rerun_operations: int | None = None
@@ -108,9 +109,9 @@ class Transaction:
         try:
             self.commit_info = self.commit_on(self.branch)
         except errors.StaleHead:
-            if not self.auto_retry or self.merge_parent is not None:
+            if not self.auto_retry or self.merge_parent is not None or self.land_on_moved_head is None:
                 raise
-            self.commit_info = land_on_moved_head(self)
+            self.commit_info = self.land_on_moved_head(self)
         return self.commit_info
 
     def commit_on(self, branch: str) -> CommitInfo:

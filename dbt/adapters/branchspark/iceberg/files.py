@@ -18,19 +18,8 @@ from collections.abc import Iterable
 
 from pyarrow import fs as pafs
 
-from ..core.catalog.state import TableState
-from ..core.storage.layout import Warehouse
-
-ICEBERG_DIR = "iceberg"
-
-
-def version_dir(table_id: str, version_id: str) -> str:
-    return f"tables/{table_id}/{ICEBERG_DIR}/{version_id}"
-
-
-def metadata_roots(tables: Iterable[TableState]) -> set[str]:
-    """The directories (relative to the warehouse) holding the Iceberg metadata of these table versions."""
-    return {version_dir(t.id, t.version_id) for t in tables if t.version_id}
+# Where the metadata lives is the warehouse's layout (the core's gc keeps it): core/storage/layout.py.
+from ..core.storage.layout import ICEBERG_DIR, Warehouse, metadata_roots, version_dir  # noqa: F401
 
 
 def content_name(prefix: str, parts: Iterable, ext: str) -> str:

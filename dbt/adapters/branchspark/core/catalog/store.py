@@ -9,6 +9,7 @@ cached forever once read.
 """
 from __future__ import annotations
 
+import heapq
 import os
 import threading
 import uuid
@@ -354,8 +355,6 @@ class CatalogStore:
 
     def ancestors(self, commit_id: str) -> Iterator[CommitInfo]:
         """Every commit reachable from `commit_id`, newest (highest seq) first."""
-        import heapq
-
         seen = {commit_id}
         heap = [(-self.get_commit(commit_id).seq, commit_id)]
         while heap:

@@ -31,6 +31,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterator
 
+import pyarrow
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import DataFrame
@@ -174,8 +175,6 @@ def _ipc_encoder():
     import this package (which would import dbt)."""
 
     def encode(batches, column=_IPC_COLUMN):
-        import pyarrow
-
         for batch in batches:
             sink = pyarrow.BufferOutputStream()
             with pyarrow.ipc.new_stream(sink, batch.schema) as writer:

@@ -15,23 +15,21 @@ clean merge would (both parents, compare-and-swap on dest).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from pyspark.sql import DataFrame
 
 from .. import errors
+from ..context import WriteContext
 from . import paused as P
 from .conflict_tables import (SCHEMA_COLUMNS, SCHEMA_TABLE, assignments, relation_from_decided,
                               schema_view_name, view_name, safe_name)
+from .merger import ConflictPolicy, ThreeWayMerge
+from .rebase import drop_scratch
 from .report import Conflict, MergeResult
-
-if TYPE_CHECKING:
-    from ..lakehouse import Lakehouse
 
 ROW_RULES = ("3.4 insert", "3.4 update/delete", "3.4 cells", "A1", "A3", "driver", "marked")
 
 
-def start(lakehouse: "Lakehouse", src: str, src_head: str, dest: str, dest_head: str, base: str, *,
+def start(lakehouse: WriteContext, src: str, src_head: str, dest: str, dest_head: str, base: str, *,
           interactive: bool, message: str | None, author: str | None, drivers=None, views=()) -> MergeResult:
     lakehouse.store.refuse_if_paused(dest)
     paused = P.PausedMerge(dest, "merge", src, src_head, dest_head, base,
@@ -41,7 +39,7 @@ def start(lakehouse: "Lakehouse", src: str, src_head: str, dest: str, dest_head:
     return _advance(lakehouse, paused, drivers, continuing=False)
 
 
-def continue_merge(lakehouse: "Lakehouse", dest: str, drivers=None) -> MergeResult:
+def continue_merge(lakehouse: WriteContext, dest: str, drivers=None) -> MergeResult:
     paused = P.require_open(lakehouse.store, dest)
     head = lakehouse.store.get_branch(dest).head
     if head != paused.dest_head:
@@ -56,8 +54,6 @@ def _result(paused: P.PausedMerge, status: str) -> MergeResult:
 
 
 def _planner(lakehouse, paused: P.PausedMerge, drivers):
-    from .merger import ConflictPolicy, ThreeWayMerge
-
     policy = ConflictPolicy("abort", {k.lower(): v for k, v in paused.takes.items()})
     planner = ThreeWayMerge(lakehouse, paused.src, paused.src_head, paused.dest, paused.base, policy,
                             paused.state.get("message"), paused.state.get("author"), finishing=paused.id)
@@ -308,12 +304,10 @@ def abort(lakehouse, dest: str) -> dict:
     """End a paused merge or rebase; dest is left exactly as it was (nothing was written to it)."""
     paused = P.require_open(lakehouse.store, dest)
     if paused.kind == "rebase":
-        from .rebase import drop_scratch
-
         drop_scratch(lakehouse, paused)
     _drop_files(lakehouse, paused)
     P.remove(lakehouse.store, dest)
-    if lakehouse._spark is not None:  # views exist only in a session that has started Spark
+    if lakehouse.spark_started:  # views exist only in a session that has started Spark
         for name in paused.relations:
             lakehouse.spark.catalog.dropTempView(view_name(dest, name))
     return status(lakehouse, dest)

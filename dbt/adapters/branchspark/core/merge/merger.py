@@ -13,11 +13,12 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 from .. import errors
 from ..catalog.namespace import Namespace
 from ..catalog.state import Schema, TableState
+from ..context import WriteContext
 from ..storage.reader import TableReader
 from ..storage.writer import first_written_in
 from ..transaction import Transaction
@@ -32,37 +33,19 @@ from .schema import merge_schemas
 from .sides import ObjectChanges, rows_merge_by_count, side_since
 from .views import plan_views
 
-if TYPE_CHECKING:
-    from ..lakehouse import Lakehouse
-
 STRATEGIES = ("merge", "fast_forward", "auto", "interactive", "rebase")
 ON_CONFLICT = ("abort", "ours", "theirs", "pause")
 _PARALLEL_WRITES = 4  # Spark jobs writing a merge's files at once
 
 
-def merge_branch(lakehouse: "Lakehouse", src: str | None, dest: str = "main", *, strategy: str = "merge",
-                 on_conflict="abort", dry_run: bool = False, message: str | None = None,
-                 author: str | None = None, drivers=None, continue_: bool = False, views=()) -> MergeResult:
-    """Merge `src` (a branch or commit) into branch `dest`. Raises MergeConflict (nothing written) when
-    conflicts remain; a dry run returns them instead. `on_conflict="pause"` or `strategy="interactive"`
-    pause instead (merge/interactive.py); `strategy="rebase"` replays src on dest (merge/rebase.py);
-    `continue_` finishes a paused merge or resumes a stopped rebase. `drivers`: table -> merge driver.
-    `views`: names of src's views to carry in the merge commit as well (merge/views.py); none by default."""
-    from . import interactive, paused as paused_state, rebase
-
-    if strategy not in STRATEGIES:
-        raise errors.InvalidArgument(f"unknown merge strategy '{strategy}': use one of {', '.join(STRATEGIES)}")
-    if continue_:
-        current = paused_state.require_open(lakehouse.store, dest)
-        if current.kind == "rebase":
-            return rebase.resume(lakehouse, dest, on_conflict, drivers)
-        return interactive.continue_merge(lakehouse, dest, drivers)
-    # A paused merge holds dest until it is continued or aborted: any other merge, even a dry run, is refused.
-    lakehouse.store.refuse_if_paused(dest)
-    if strategy == "rebase":
-        return rebase.rebase(lakehouse, src, dest, on_conflict=on_conflict, drivers=drivers)
-    pause = strategy == "interactive" or on_conflict == "pause"
-    policy = ConflictPolicy.parse("abort" if pause else on_conflict)
+def three_way_merge(lakehouse: WriteContext, src: str | None, dest: str, policy: "ConflictPolicy", *,
+                    strategy: str = "merge", dry_run: bool = False, message: str | None = None,
+                    author: str | None = None, drivers=None, views=(), pause: Callable | None = None) -> MergeResult:
+    """Merge `src` (a branch or commit) into branch `dest` by the rules of SPEC 3 (or fast-forward, as
+    `strategy` allows). Raises MergeConflict (nothing written) when conflicts remain; a dry run returns them
+    instead. `pause`: what takes the merge over instead of writing it (merge/interactive.py's `start`, handed
+    in by merge/strategies.py). `drivers`: table -> merge driver. `views`: names of src's views to carry in
+    the merge commit as well (merge/views.py); none by default."""
     store = lakehouse.store
     dest_info = store.get_branch(dest)
     src_commit = lakehouse.resolve(src)
@@ -80,10 +63,10 @@ def merge_branch(lakehouse: "Lakehouse", src: str | None, dest: str = "main", *,
             store.move_branch(dest, dest_info.head, src_commit.id)
             result.commit_id = src_commit.id
         return result
-    if pause and not dry_run:
-        return interactive.start(lakehouse, src, src_commit.id, dest, dest_info.head, base,
-                                 interactive=strategy == "interactive", message=message, author=author,
-                                 drivers=drivers, views=views)
+    if pause is not None and not dry_run:
+        return pause(lakehouse, src, src_commit.id, dest, dest_info.head, base,
+                     interactive=strategy == "interactive", message=message, author=author,
+                     drivers=drivers, views=views)
     if strategy == "fast_forward":
         ahead = len(side_since(store, dest_info.head, base).commits)
         raise errors.InvalidArgument(f"cannot fast-forward '{dest}' to '{src}': '{dest}' has {ahead} commit(s) "
@@ -141,7 +124,7 @@ class TablePlan:
 
 
 class ThreeWayMerge:
-    def __init__(self, lakehouse: "Lakehouse", src_label: str, src_head: str, dest: str, base: str,
+    def __init__(self, lakehouse: WriteContext, src_label: str, src_head: str, dest: str, base: str,
                  policy: ConflictPolicy, message: str | None, author: str | None, finishing: str | None = None):
         """`finishing`: the id of the paused merge this plan belongs to (merge/interactive.py)."""
         self.lakehouse = lakehouse

@@ -15,21 +15,18 @@ leaves src and dest as they were.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from .. import errors
 from ..catalog.state import OpInfo
+from ..context import WriteContext
 from . import paused as P
 from .base import merge_base
+from .merger import ConflictPolicy, three_way_merge
 from .report import Conflict, MergeResult
-
-if TYPE_CHECKING:
-    from ..lakehouse import Lakehouse
 
 HANDLERS = {"abort": "abort", "skip": "ours", "replace": "theirs", "ours": "ours", "theirs": "theirs"}
 
 
-def rebase(lakehouse: "Lakehouse", src: str, dest: str, *, on_conflict="abort", drivers=None) -> MergeResult:
+def rebase(lakehouse: WriteContext, src: str, dest: str, *, on_conflict="abort", drivers=None) -> MergeResult:
     store = lakehouse.store
     src_info = store.find_branch(src) if src else None
     if src_info is None:
@@ -59,7 +56,7 @@ def rebase(lakehouse: "Lakehouse", src: str, dest: str, *, on_conflict="abort", 
     return _replay(lakehouse, paused, on_conflict, drivers)
 
 
-def resume(lakehouse: "Lakehouse", dest: str, on_conflict="abort", drivers=None) -> MergeResult:
+def resume(lakehouse: WriteContext, dest: str, on_conflict="abort", drivers=None) -> MergeResult:
     paused = P.require_open(lakehouse.store, dest)
     _handler(on_conflict)
     for branch, head in ((dest, paused.dest_head), (paused.src, paused.src_head)):
@@ -77,17 +74,16 @@ def _handler(on_conflict) -> str:
     return HANDLERS[mode]
 
 
-def _replay(lakehouse: "Lakehouse", paused: P.PausedMerge, on_conflict, drivers) -> MergeResult:
-    from .merger import merge_branch
-
+def _replay(lakehouse: WriteContext, paused: P.PausedMerge, on_conflict, drivers) -> MergeResult:
     store = lakehouse.store
     progress = paused.state["rebase"]
     commits = progress["commits"]
     for index in range(progress["done"], len(commits)):
         original = store.get_commit(commits[index])
         try:
-            step = merge_branch(lakehouse, original.id, progress["scratch"], on_conflict=_handler(on_conflict),
-                                drivers=drivers, message=original.message, author=original.author)
+            step = three_way_merge(lakehouse, original.id, progress["scratch"],
+                                   ConflictPolicy.parse(_handler(on_conflict)), drivers=drivers,
+                                   message=original.message, author=original.author)
         except errors.MergeConflict as stopped:
             progress["conflicts"] = [c.as_row() for c in stopped.report.conflicts]
             progress["stopped_at"] = original.id
@@ -112,7 +108,7 @@ def _replay(lakehouse: "Lakehouse", paused: P.PausedMerge, on_conflict, drivers)
     return result
 
 
-def _linearize(lakehouse: "Lakehouse", paused: P.PausedMerge) -> str:
+def _linearize(lakehouse: WriteContext, paused: P.PausedMerge) -> str:
     """One single-parent commit per replayed commit, on dest's head, with the replayed catalog states."""
     store = lakehouse.store
     progress = paused.state["rebase"]
@@ -131,7 +127,7 @@ def _linearize(lakehouse: "Lakehouse", paused: P.PausedMerge) -> str:
     return head
 
 
-def drop_scratch(lakehouse: "Lakehouse", paused: P.PausedMerge) -> None:
+def drop_scratch(lakehouse: WriteContext, paused: P.PausedMerge) -> None:
     scratch = paused.state.get("rebase", {}).get("scratch")
     if scratch and lakehouse.store.find_branch(scratch) is not None:
         lakehouse.store.drop_branch(scratch)

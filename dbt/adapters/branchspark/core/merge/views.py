@@ -22,14 +22,9 @@ theirs settles a view's conflict as it does a table's.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ..catalog.namespace import Namespace
 from ..catalog.state import TableState
 from .report import Conflict, Outcome
-
-if TYPE_CHECKING:
-    from .merger import ThreeWayMerge
 
 VIEW = "view"
 
@@ -44,7 +39,7 @@ def _base_view(base: Namespace, src_view: TableState, name: str) -> TableState |
     return state if state is not None and state.kind == VIEW else None
 
 
-def plan_views(planner: "ThreeWayMerge", names) -> None:
+def plan_views(planner, names) -> None:
     """Carry the views `names` (db.view) from src into the planner's merge, or report their conflicts."""
     for name in sorted({str(n).lower() for n in names}):
         src_view = _view(planner.src, name)
@@ -73,12 +68,12 @@ def plan_views(planner: "ThreeWayMerge", names) -> None:
             _take(planner, src_view, name, dest, "replaced (theirs)")
 
 
-def _stands(planner: "ThreeWayMerge", name: str, src_op: str, dest_op: str, rule: str, prefer: str | None) -> bool:
+def _stands(planner, name: str, src_op: str, dest_op: str, rule: str, prefer: str | None) -> bool:
     """Report the view's conflict (True), or note it as settled by on_conflict (False)."""
     return planner._conflict(planner.result, Conflict(VIEW, name, src_op, dest_op, rule), prefer)
 
 
-def _take(planner: "ThreeWayMerge", src_view: TableState, name: str, dest: TableState | None, action: str) -> None:
+def _take(planner, src_view: TableState, name: str, dest: TableState | None, action: str) -> None:
     """Put src's view on dest under `name` (in dest's database of that name), replacing `dest`."""
     ns = planner.ns
     database_id = ns.database_id(name.split(".", 1)[0], required=False)

@@ -41,9 +41,13 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
+import pyspark
+from pyarrow import fs as pafs
 from pyspark.sql import Column, DataFrame, DataFrameReader, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
+
+from ..connect import is_connect
 
 FUNCTION = "branchspark_deleted_row"
 # Spark's Parquet reader fills a read-schema column of this name with each row's position in its file
@@ -118,8 +122,6 @@ def _mode(spark: SparkSession) -> str | None:
 
 
 def _register(spark: SparkSession) -> str | None:
-    from ..spark_session import is_connect
-
     try:
         if spark.catalog.functionExists(FUNCTION):
             return _EXPRESSION  # the extension's expression (registering the UDF would shadow it)
@@ -149,8 +151,6 @@ def _register(spark: SparkSession) -> str | None:
 @functools.lru_cache(maxsize=None)
 def jar_path() -> str | None:
     """The function's jar, compiled on first use and cached by source and Spark version; None without a JDK."""
-    import pyspark
-
     spark_jars = Path(pyspark.__file__).parent / "jars"
     sources = sorted(_SOURCES.glob("*.java"))
     digest = hashlib.sha256(b"".join(s.name.encode() + s.read_bytes() for s in sources)
@@ -183,8 +183,6 @@ def jar_path() -> str | None:
 @functools.lru_cache(maxsize=32)  # each holds at most MAX_POSITIONS positions
 def _positions(uri: str) -> tuple[tuple[str, np.ndarray], ...]:
     """(row-id file name, sorted positions) of one tombstone; tombstone files never change."""
-    from pyarrow import fs as pafs
-
     filesystem, path = pafs.FileSystem.from_uri(uri if "://" in uri else "file://" + uri)
     table = pq.read_table(path, columns=["_bs_file", "_bs_pos"], filesystem=filesystem)
     if table.num_rows == 0:

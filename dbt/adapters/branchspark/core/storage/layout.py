@@ -2,6 +2,7 @@
 
     <warehouse>/tables/<table_id>/data/_bs_seg=<segment>/[<col>=<value>/]part-*.parquet
     <warehouse>/tables/<table_id>/tombstones/<tombstone>/part-*.parquet
+    <warehouse>/tables/<table_id>/iceberg/<table version id>/...   (`branchspark serve`'s metadata)
 
 `_bs_seg=<segment>` is a pseudo-partition: reading a table with basePath
 `.../data` gives every row its segment id as a column, for free. A segment id
@@ -16,12 +17,25 @@ from __future__ import annotations
 import os
 import posixpath
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from pyarrow import fs as pafs
 
 SEGMENT_COLUMN = "_bs_seg"
 SEQ_DIGITS = 16
+ICEBERG_DIR = "iceberg"
+
+
+def version_dir(table_id: str, version_id: str) -> str:
+    """The directory of one table version's Iceberg metadata (written by iceberg/files.py)."""
+    return f"tables/{table_id}/{ICEBERG_DIR}/{version_id}"
+
+
+def metadata_roots(tables: Iterable) -> set[str]:
+    """The directories (relative to the warehouse) holding the Iceberg metadata of these table versions
+    (catalog TableStates): `gc` keeps them while a branch reaches the version."""
+    return {version_dir(t.id, t.version_id) for t in tables if t.version_id}
 
 
 def segment_name(seq: int) -> str:
