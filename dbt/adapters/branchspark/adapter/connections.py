@@ -29,13 +29,17 @@ from dbt.adapters.branchspark.adapter.credentials import LOCAL_METHOD, BranchSpa
 from dbt.adapters.branchspark.engine import client as engine_client
 from dbt.adapters.branchspark.adapter.run_landing import session_branch
 from dbt.adapters.branchspark.core.spark_errors import unreadable_file
-from dbt.adapters.branchspark.adapter.process_session import spark_session
+from dbt.adapters.branchspark.core.spark_session import spark_session
 from dbt.adapters.branchspark.adapter.sql_router import RoutedResult, StatementRouter
 from dbt.adapters.branchspark.core.sql_text import split_statements
 from dbt.adapters.branchspark.core.errors import BranchNotFound, BranchsparkError
 from dbt.adapters.branchspark.adapter.commit_messages import statement_message
 
 logger = AdapterLogger("branchspark")
+
+# What dbt needs of its Spark beyond the core's defaults: dbt-spark's macros assume the pre-Spark-4
+# (non-ANSI) casting rules. The profile's spark_config comes after, so it may say otherwise.
+DBT_SPARK_CONFIG = {"spark.sql.ansi.enabled": "false"}
 
 
 def sql_literal(value: Any) -> str:
@@ -193,12 +197,12 @@ class BranchSparkConnectionManager(SparkConnectionManager):
             return connection
         creds: BranchSparkCredentials = connection.credentials
         try:
-            config = {**creds.server_side_parameters, **creds.spark_config}
+            config = {**DBT_SPARK_CONFIG, **creds.server_side_parameters, **creds.spark_config}
             if creds.method == LOCAL_METHOD:
-                spark = spark_session(config, remote_url=engine_client.attach(f"dbt {_dbt_command() or ''}".strip()))
+                spark = spark_session(config, remote=engine_client.attach(f"dbt {_dbt_command() or ''}".strip()))
                 engine_client.own_session(spark)
             else:
-                spark = spark_session(config, remote_url=creds.connect_url)
+                spark = spark_session(config, remote=creds.connect_url or None)
             lakehouse = open_lakehouse(spark, creds.resolved_warehouse(), creds.catalog)
             ensure_branch(lakehouse, creds.branch, creds.create_branch_from)
             for name in creds.protected_branches:

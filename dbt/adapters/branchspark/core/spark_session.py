@@ -1,63 +1,114 @@
-"""SparkSessions for the command line, plain-Python use and tests: in-process, or Spark Connect.
+"""The one SparkSession factory: for the command line, plain-Python use, tests, bench and the dbt adapter.
 
-Nothing here (or anywhere in the core) needs a local SparkContext: the same code runs on a
-classic session and on a Spark Connect client session.
+One behaviour for every caller. A process keeps one session (static settings take effect only when its
+JVM starts, and building one costs seconds): an active session of the kind asked for is reused, and only
+the runtime settings the caller's `config` names are applied to it; otherwise a session is built from
+DEFAULTS plus `config`. With a Spark Connect URL (`remote`, or pyspark's own $SPARK_REMOTE) the session is
+a Connect client that sends runtime settings only: the server owns master, catalog, memory and UI. What a
+caller needs beyond the defaults it says in `config` (the dbt adapter: ANSI off, for dbt-spark's macros).
+The warm local engine is the engine package's: whoever wants it asks it for the address and passes it as
+`remote` (cli/session.py, adapter/connections.py). Nothing here, or anywhere in the core, needs a local
+SparkContext: the same code runs on a classic session and on a Connect client session.
 """
 from __future__ import annotations
 
 import os
 import sys
+import threading
 
+from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 from pyspark.sql.connect.shell import PROGRESS_BAR_ENABLED
 
 from .connect import is_connect
 from .storage import deletion_vectors
 
+# No Hive: branchspark never writes to Spark's catalog, which only holds temp views.
+DEFAULTS = {
+    "spark.app.name": "branchspark",
+    "spark.sql.catalogImplementation": "in-memory",
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",  # PySpark turns it on for its JVM; `config` may ask again
+    "spark.sql.shuffle.partitions": "4",
+}
+MASTER_ENV = "BRANCHSPARK_SPARK_MASTER"  # the master of a new in-process session (default local[*])
 # What a Spark Connect client may set; the server owns master, catalog, memory and UI.
 CONNECT_RUNTIME_SETTINGS = ("spark.sql.ansi.enabled", "spark.sql.session.timeZone", "spark.sql.shuffle.partitions",
                             "spark.sql.adaptive.coalescePartitions.initialPartitionNum")
 # Spark's progress bars write over the command's output: off unless a config asks for them.
 SHOW_PROGRESS = "spark.ui.showConsoleProgress"
 
+_build_lock = threading.Lock()  # dbt opens connections from several threads at once
+
+
+def spark_session(config: dict | None = None, remote: str | None = None, master: str | None = None) -> SparkSession:
+    """This process's session: reused when one of the kind asked for is active, else built.
+
+    `remote`: a Spark Connect URL (sc://host:port); None takes $SPARK_REMOTE when no `master` is asked for.
+    Without either, an active session of any kind is reused (a Connect client process stays one), else an
+    in-process session is built on `master` (default $BRANCHSPARK_SPARK_MASTER or local[*])."""
+    config = {key: str(value) for key, value in (config or {}).items()}
+    if remote is None and master is None:
+        remote = os.environ.get("SPARK_REMOTE") or None
+    with _build_lock:
+        active = SparkSession.getActiveSession()
+        if active is not None and (is_connect(active) if remote else master is None or not is_connect(active)):
+            _apply_runtime_settings(active, config)
+            return active
+        return _connect(remote, config) if remote else _in_process(master, config)
+
 
 def local_session(master: str | None = None, config: dict | None = None) -> SparkSession:
-    """An in-process session; with no master asked for, a Spark Connect session when $SPARK_REMOTE
-    names a server (pyspark's own variable) or this process is already a Connect client. (The warm local
-    engine is the engine package's: whoever wants it asks it for the address, as cli/session.py does.)"""
-    if master is None:
-        active = SparkSession.getActiveSession()
-        if active is not None and is_connect(active):
-            return active
-        if os.environ.get("SPARK_REMOTE"):
-            return connect_session(os.environ["SPARK_REMOTE"], config)
+    """spark_session on `master`, for callers that name a master first (tests, bench)."""
+    return spark_session(config, master=master)
+
+
+def connect_session(url: str, config: dict | None = None) -> SparkSession:
+    """spark_session on the Spark Connect server at `url`.
+
+    Call `stop()` on it when done: a client with an open session keeps its process from exiting."""
+    return spark_session(config, remote=url)
+
+
+def _in_process(master: str | None, config: dict[str, str]) -> SparkSession:
     # Spark's Python workers must use this interpreter: it is the one with pyarrow and pandas.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    builder = (SparkSession.builder.master(master or os.environ.get("BRANCHSPARK_SPARK_MASTER", "local[*]"))
-               .appName("branchspark")
-               .config("spark.ui.enabled", "false")
-               .config(SHOW_PROGRESS, "false")  # PySpark turns it on for its JVM; `config` may ask again
-               .config("spark.sql.shuffle.partitions", "4")
-               .config("spark.sql.catalogImplementation", "in-memory"))
+    settings = {"spark.master": os.environ.get(MASTER_ENV, "local[*]"), **DEFAULTS, **config}
+    if master:
+        settings["spark.master"] = master
+    if settings["spark.master"].startswith("local"):
+        # a local driver needs no outside address (and skips a slow hostname lookup)
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     # Static settings take effect on a new JVM only: with them, tombstones are tested by a compiled
     # expression (an existing session keeps what it has, and the reader registers a UDF instead).
-    for key, value in deletion_vectors.session_config(config or {}).items():
+    builder = SparkSession.builder
+    for key, value in deletion_vectors.session_config(settings).items():
         builder = builder.config(key, str(value))
     session = builder.getOrCreate()
     quiet(session)
     return session
 
 
-def connect_session(url: str, config: dict | None = None) -> SparkSession:
-    """A Spark Connect client session on `url` (sc://host:port); only runtime settings are sent.
-
-    Call `stop()` on it when done: a client with an open session keeps its process from exiting."""
-    connect_progress(config or {})
+def _connect(url: str, config: dict[str, str]) -> SparkSession:
+    connect_progress(config)
     builder = SparkSession.builder.remote(url)
-    for key, value in (config or {}).items():
+    for key, value in config.items():
         if key in CONNECT_RUNTIME_SETTINGS:
-            builder = builder.config(key, str(value))
+            builder = builder.config(key, value)
     return builder.getOrCreate()
+
+
+def _apply_runtime_settings(session: SparkSession, config: dict[str, str]) -> None:
+    """On a reused session: the settings `config` names that can still change, and nothing else."""
+    if is_connect(session):  # one round trip per key: send only what a Connect client may set
+        connect_progress(config)
+        config = {key: value for key, value in config.items() if key in CONNECT_RUNTIME_SETTINGS}
+    for key, value in config.items():
+        try:
+            if session.conf.get(key, None) != value:
+                session.conf.set(key, value)
+        except PySparkException:  # static settings (master, catalog, ...) are fixed once built
+            pass
 
 
 def connect_progress(config: dict) -> None:
