@@ -10,13 +10,10 @@ first rows, the only rows brought to the driver.
 import re
 import uuid
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any, List, Optional
-import io
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from dbt_common.clients.agate_helper import table_from_rows
 
 from dbt.adapters.branchspark.core.changes import (
     CHANGE_TYPE,
@@ -29,6 +26,7 @@ from dbt.adapters.branchspark.core.changes import (
     table_changes,
 )
 from dbt.adapters.branchspark.core.changes.feed import ORDER
+from dbt.adapters.branchspark.adapter.text_tables import table_text, text_table, time_text
 from dbt.adapters.branchspark.core.sql_text import quote_identifier
 
 VIEW_PREFIX = "branch_changes__"
@@ -131,11 +129,7 @@ class ChangesSummary:
 
 
 def _table_text(columns: List[str], rows: List[List[str]]) -> str:
-    """A Markdown-like table as dbt prints agate tables, every column shown (all cells are text)."""
-    out = io.StringIO()
-    table_from_rows(rows, columns, text_only_columns=columns).print_table(
-        max_rows=None, max_columns=None, max_column_width=80, output=out)
-    return out.getvalue().rstrip("\n")
+    return table_text(text_table(columns, rows))
 
 
 def summarize(lakehouse, request: ChangesRequest, limit: int) -> ChangesSummary:
@@ -177,14 +171,6 @@ def _version_label(value, commit) -> str:
     """A commit id as its short id; a branch name or a time with the commit it resolved to."""
     text = time_text(value) if hasattr(value, "isoformat") else str(value)
     return commit.short_id if commit.id.startswith(text.lower()) else f"{text} ({commit.short_id})"
-
-
-def time_text(value) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, datetime):
-        return value.isoformat(sep=" ", timespec="seconds")
-    return value.isoformat() if hasattr(value, "isoformat") else str(value)  # a date
 
 
 def _cell(value, short: bool = False) -> str:

@@ -7,6 +7,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import CharType, DataType, StringType, StructField, StructType, VarcharType, _parse_datatype_string
 
+from dbt.adapters.branchspark.core.sql_text import quote_identifier as quote_column
 from dbt.adapters.branchspark.core.sql_text import split_top_level, unquote
 
 # SQL type names dbt's generic macros use that Spark's DDL parser does not know.
@@ -114,7 +115,3 @@ def _cast(column: Optional[Column], data_type: DataType) -> Column:
     if column is None:
         return F.lit(None).cast(data_type)
     return column.cast(data_type)
-
-
-def quote_column(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"

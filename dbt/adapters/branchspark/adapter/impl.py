@@ -6,7 +6,6 @@ materializations and dispatched macros of `dbt/include/branchspark` call: each
 runs core operations in the model build's transaction on the target branch.
 """
 
-import io
 from typing import Any, Dict, FrozenSet, List, Optional, Set, Tuple
 
 import agate
@@ -16,11 +15,11 @@ from dbt.adapters.contracts.relation import RelationType
 from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.column import SparkColumn
 from dbt.adapters.spark.impl import SparkAdapter
-from dbt_common.clients.agate_helper import DEFAULT_TYPE_TESTER, table_from_rows
+from dbt_common.clients.agate_helper import DEFAULT_TYPE_TESTER
 from dbt_common.exceptions import DbtRuntimeError
 from typing_extensions import TypeAlias
 
-from dbt.adapters.branchspark.adapter import model_writes, run_landing
+from dbt.adapters.branchspark.adapter import model_writes, run_landing, text_tables
 from dbt.adapters.branchspark.adapter.temp_views import VIEW
 from dbt.adapters.branchspark.adapter.commit_messages import model_message
 from dbt.adapters.branchspark.adapter.connections import BranchSparkConnectionManager, BranchSparkHandle, error_line
@@ -376,9 +375,7 @@ class BranchSparkAdapter(SparkAdapter):
     @available
     def table_text(self, table, max_column_width: int = 80) -> str:
         """An agate table as the Markdown-like text dbt prints (for run-operation output)."""
-        out = io.StringIO()
-        table.print_table(max_rows=None, max_column_width=max_column_width, output=out)
-        return out.getvalue().rstrip("\n")
+        return text_tables.table_text(table, max_column_width)
 
     @available
     def current_branch(self) -> str:
@@ -402,10 +399,10 @@ class BranchSparkAdapter(SparkAdapter):
         lakehouse = self._handle().branch_session.lakehouse
         branches = self._run("list_branches", lakehouse.list_branches)
         rows = [
-            [b.name, str(b.head)[:12] if b.head else "", "yes" if b.protected else "", _time_text(b.created_at)]
+            [b.name, str(b.head)[:12] if b.head else "", "yes" if b.protected else "", text_tables.time_text(b.created_at)]
             for b in branches
         ]
-        return _text_table(rows, ["branch", "head", "protected", "created_at"])
+        return text_tables.text_table(["branch", "head", "protected", "created_at"], rows)
 
     @available
     def branch_log(self, branch: Optional[str] = None, limit: Optional[int] = None):
@@ -415,8 +412,8 @@ class BranchSparkAdapter(SparkAdapter):
         rows = []
         for commit in commits:
             operations = ", ".join(f"{op.op} {op.object_name}" for op in (commit.operations or []))
-            rows.append([str(commit.id)[:12], _time_text(commit.ts), commit.message or "", operations])
-        return _text_table(rows, ["commit", "time", "message", "operations"])
+            rows.append([str(commit.id)[:12], text_tables.time_text(commit.ts), commit.message or "", operations])
+        return text_tables.text_table(["commit", "time", "message", "operations"], rows)
 
     @available
     def merge_branch(self, src: str, dest: Optional[str] = None, strategy: str = "merge", on_conflict="abort",
@@ -493,14 +490,3 @@ class BranchSparkAdapter(SparkAdapter):
 
         return self._run("branch_changes", run).text()
 
-
-def _time_text(value) -> str:
-    if value is None:
-        return ""
-    return value.isoformat(sep=" ", timespec="seconds") if hasattr(value, "isoformat") else str(value)
-
-
-def _text_table(rows: list, columns: list[str]):
-    """An agate table of text: left to infer types, agate reads a commit id such as '2e51e0771d9b' as a
-    number (and overflows on one like '1234e5678901')."""
-    return table_from_rows(rows, columns, text_only_columns=columns)

@@ -5,25 +5,19 @@ A conflict is a dbt error whose text is the conflict table and the core's one-li
 """
 from __future__ import annotations
 
-import io
 from typing import Optional
 
-from dbt_common.clients.agate_helper import table_from_rows
 from dbt_common.exceptions import DbtRuntimeError
 
 from ..core.errors import MergeConflict
 from ..core.merge.drivers import side_sql, sql_driver
 from ..core.merge.interactive import open_rows, register_views, status, status_rows, status_title
 from ..core.merge.report import MergeResult
+from .text_tables import table_text, text_table
 
 
 def _text(rows: list[dict]) -> str:
-    # Text only: agate would read an id such as '2e51e0771d9b' as a number (and overflow on '1234e56789').
-    columns = list(rows[0])
-    table = table_from_rows([list(r.values()) for r in rows], columns, text_only_columns=columns)
-    out = io.StringIO()
-    table.print_table(max_rows=None, max_columns=None, max_column_width=80, output=out)
-    return out.getvalue().rstrip("\n")
+    return table_text(text_table(list(rows[0]), [list(r.values()) for r in rows]))
 
 
 def report_text(result: MergeResult) -> str:

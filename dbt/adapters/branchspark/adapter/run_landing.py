@@ -50,7 +50,6 @@ from dbt.adapters.branchspark.core.merge.report import Conflict, MergeResult, co
 logger = AdapterLogger("branchspark")
 
 WRITING_COMMANDS = ("run", "build", "seed", "snapshot")
-LANDING_MODES = ("run", "per_model")
 RUN_BRANCH_PREFIX = "dbt"  # run branches are recorded as such: gc can expire kept ones
 STATE_FILE = "branchspark_run.json"
 # node statuses that stop a run from landing (warn and skipped do not: a skip always follows a failure)

@@ -387,7 +387,7 @@ class Lakehouse:
         branches = self.store.list_branches()
         report = GcReport()
         if drop_run_branches_after is not None:
-            expiry = datetime.now(timezone.utc).replace(tzinfo=None) - timedelta(seconds=drop_run_branches_after)
+            expiry = utcnow() - timedelta(seconds=drop_run_branches_after)
             runs = [b for b in branches if b.run_branch]  # recorded at creation, not guessed from the name
             run_heads = self.store.commits([b.head for b in runs])
             for branch in runs:

@@ -408,11 +408,6 @@ class CatalogStore:
             rows = conn.execute(select(m.PausedMerge.src_head, m.PausedMerge.dest_head, m.PausedMerge.state)).all()
         return [c for r in rows for c in (r.src_head, r.dest_head, *(r.state or {}).get("pinned", [])) if c]
 
-    def all_commit_roots(self) -> Iterator[tuple[str, Root]]:
-        with self.engine.connect() as conn:
-            for row in conn.execute(select(m.Commit.id, m.Commit.root)):
-                yield row.id, Root.from_json(row.root)
-
     def commit(
         self,
         branch: str,

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 
 from sqlalchemy import delete, insert, select, update
 
 from .. import errors
 from ..catalog import models as m
-from ..catalog.store import CatalogStore
+from ..catalog.store import CatalogStore, utcnow
 
 # The phases of SPEC 3.6, in order; "inspecting" phases happen only in an interactive merge.
 NOT_STARTED = "not started"
@@ -25,11 +25,6 @@ INSPECTING_DATA = "inspecting data"
 RESOLVING_DATA = "resolving data"
 REBASING = "rebasing"  # a rebase stopped at one of src's commits
 FINISHED = "finished"
-PHASES = (NOT_STARTED, INSPECTING_SCHEMA, RESOLVING_SCHEMA, INSPECTING_DATA, RESOLVING_DATA, REBASING, FINISHED)
-
-
-def _now() -> datetime:
-    return datetime.now(timezone.utc).replace(tzinfo=None)
 
 
 @dataclass
@@ -96,13 +91,13 @@ def save(store: CatalogStore, paused: PausedMerge) -> None:
     """Insert or replace the row of `paused.dest` (a finished or new merge replaces the old row)."""
     values = {"id": paused.id, "kind": paused.kind, "src": paused.src, "src_head": paused.src_head,
               "dest_head": paused.dest_head, "base": paused.base, "phase": paused.phase,
-              "state": paused.state, "updated_at": _now()}
+              "state": paused.state, "updated_at": utcnow()}
     with store._write() as conn, conn.begin():
         store._lock_catalog(conn)
         current = conn.execute(select(m.PausedMerge.id, m.PausedMerge.phase)
                                .where(m.PausedMerge.dest == paused.dest)).first()
         if current is None:
-            conn.execute(insert(m.PausedMerge).values(dest=paused.dest, created_at=_now(), **values))
+            conn.execute(insert(m.PausedMerge).values(dest=paused.dest, created_at=utcnow(), **values))
         elif current.id != paused.id and current.phase not in (NOT_STARTED, FINISHED):
             raise errors.InvalidArgument(f"another merge into '{paused.dest}' is paused: continue or abort it first")
         else:

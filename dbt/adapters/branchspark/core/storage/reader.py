@@ -29,6 +29,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..catalog.state import Schema, SegmentInfo, TableState, TombstoneInfo
+from ..sql_text import quote_identifier as quote  # the readers' callers import it from here
 from . import deletion_vectors
 from .layout import SEGMENT_COLUMN, SEQ_DIGITS, Warehouse
 
@@ -55,10 +56,6 @@ class VersionLookup(Protocol):
     def schema(self, schema_id: str) -> Schema: ...
     def segment_infos(self, ids) -> list[SegmentInfo]: ...
     def tombstone_infos(self, ids) -> list[TombstoneInfo]: ...
-
-
-def quote(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 def segment_group(segment: SegmentInfo) -> str:
