@@ -224,7 +224,7 @@ class TestFailuresLandNothing(LandingBase):
 # landing until all have reached it, so all forked from the same head; then they land in order.
 WRAPPER = textwrap.dedent("""
     import os, sys, time
-    from dbt.adapters.branchspark import run_landing
+    from dbt.adapters.branchspark.adapter import run_landing
 
     barrier, me, order = os.environ["RUN_BARRIER"], os.environ["RUN_NAME"], os.environ["RUN_ORDER"].split(",")
     land = run_landing.InvocationRun.land
