@@ -625,7 +625,9 @@ def _without_churn(doomed: DataFrame, src_new: DataFrame, columns: list[str], sr
     """`doomed` less the rows on dest it deletes that an identical row of src's the merge adds replaces (SPEC 4:
     a row that did not change is not a change): that dest row stays, and the src row is tombstoned with the
     merge instead, so the merge commit lists neither. Counts per distinct row stay as decided."""
-    kept = src_new.join(doomed.select(*IDENTITY), IDENTITY, "left_anti")
+    # Materialized (change-sized) first: joined straight to `doomed`, Spark would infer the segment scan's
+    # deleted-row filter onto the tombstone scans `doomed` reads, where it cannot run.
+    kept = src_new.localCheckpoint().join(doomed.select(*IDENTITY), IDENTITY, "left_anti")
     from_src = F.substring_index(F.col(ROW_FILE), "/", 1).isin(sorted(src_groups)) if src_groups else F.lit(False)
     rows = (doomed.withColumn("_bs_tag", F.when(from_src, "src").otherwise("dest"))
             .unionByName(kept.withColumn("_bs_tag", F.lit("add"))))
