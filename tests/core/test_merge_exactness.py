@@ -270,3 +270,84 @@ def test_a6_1_dest_type_wider_than_src_final_type_conflicts(lh, spark):
     lh.branch("dest2").set_default("shop.w", "n", "0")
     lh.merge("src2", "dest2")
     assert {c.name: c.type for c in lh.snapshot("dest2").table("shop.w").columns}["n"] == "bigint"
+
+
+@pytest.fixture
+def widths(lh, spark):
+    """main: shop.w (id bigint, n int) without a key, one row; branches src and dest."""
+    with lh.transaction("main") as tx:
+        tx.create_database("shop")
+        tx.create_table_as("shop.w", spark.createDataFrame([(1, 1)], "id bigint, n int"))
+    lh.create_branch("src")
+    lh.create_branch("dest")
+    return "shop.w"
+
+
+@pytest.mark.parametrize("on_conflict, kept", [("ours", "bigint"), ("theirs", "int")])
+def test_a6_1_settled_by_on_conflict_is_listed_as_resolved(lh, widths, on_conflict, kept):
+    lh.branch("src").set_default(widths, "n", "0")
+    lh.branch("dest").alter_column_type(widths, "n", "bigint")
+    result = lh.merge("src", "dest", on_conflict=on_conflict)
+    assert [(c.object_name, c.rule) for c in result.resolved] == [("shop.w.n", "A6.1")]
+    assert {c.name: c.type for c in lh.snapshot("dest").table(widths).columns}["n"] == kept
+
+
+def test_a6_1_src_rename_against_dest_widen_conflicts(lh, widths):
+    # src renames n (an alter of n keeping int), dest widens n: src's final schema would narrow it.
+    lh.branch("src").rename_column(widths, "n", "x")
+    lh.branch("dest").alter_column_type(widths, "n", "bigint")
+    with pytest.raises(errors.MergeConflict) as raised:
+        lh.merge("src", "dest")
+    assert [(c.object_name, c.rule) for c in raised.value.report.conflicts] == [("shop.w.n", "A6.1")]
+
+
+# ------------------------------------- no churn in the columns a merge keeps
+def test_count_merge_commit_lists_no_row_unchanged_in_the_merged_columns(lh, spark, seed):
+    # a rebuilds: row 2's status changes, row 3 goes, row 4 comes; b drops status. In (id) only row 3
+    # and row 4 changed: row 2 is the same row.
+    lh.branch("a").overwrite(seed, orders(spark, (1, "placed"), (2, "shipped"), (4, "placed")))
+    lh.branch("b").drop_column(seed, "status")
+    before = lh.store.get_branch("b").head
+    lh.merge("a", "b")
+    assert rows(lh.read(seed, "b")) == [(1,), (2,), (4,)]
+    assert changes_of_last_commit(lh, seed, before, "b") == ([(3,)], [(4,)])
+    assert_feed_replays(lh, seed, before, "b")
+
+
+def test_count_merge_src_rows_deleted_and_added_back_are_no_change(lh, spark, seed):
+    # a's rebuild drops row 3 and a later insert brings it back, so a's net change is row 4 alone; b
+    # inserts a row.
+    a = lh.branch("a")
+    a.overwrite(seed, orders(spark, (1, "placed"), (2, "placed"), (4, "new")))
+    a.insert(seed, orders(spark, (3, "placed")))
+    lh.branch("b").insert(seed, orders(spark, (5, "b")))
+    before = lh.store.get_branch("b").head
+    lh.merge("a", "b")
+    assert rows(lh.read(seed, "b")) == [(1, "placed"), (2, "placed"), (3, "placed"), (4, "new"), (5, "b")]
+    assert changes_of_last_commit(lh, seed, before, "b") == ([], [(4, "new")])
+    assert_feed_replays(lh, seed, before, "b")
+
+
+@pytest.mark.parametrize("dest_writes", [False, True], ids=["dest_only_drops", "dest_writes_too"])
+def test_keyed_merge_commit_lists_no_key_unchanged_in_the_merged_columns(lh, spark, dest_writes, keyed):
+    lh.branch("src").add_column(keyed, "note", "string")
+    lh.branch("src").update(keyed, "id = 1", {"note": "'checked'"})
+    lh.branch("src").update(keyed, "id = 2", {"status": "'shipped'"})
+    lh.branch("dest").drop_column(keyed, "status")
+    if dest_writes:
+        lh.branch("dest").delete(keyed, "id = 3")
+    before = lh.store.get_branch("dest").head
+    lh.merge("src", "dest")
+    # in (id, note): key 1 changed, key 2 did not
+    assert changes_of_last_commit(lh, keyed, before, "dest") == ([(1, None)], [(1, "checked")])
+
+
+def test_keyed_src_history_that_nets_to_no_change_of_a_key_lists_nothing_for_it(lh, spark, keyed):
+    src = lh.branch("src")
+    src.update(keyed, "id = 1", {"status": "'shipped'"})
+    src.update(keyed, "id = 1", {"status": "'placed'"})
+    src.update(keyed, "id = 2", {"status": "'shipped'"})
+    before = lh.store.get_branch("dest").head
+    lh.merge("src", "dest")
+    assert rows(lh.read(keyed, "dest")) == [(1, "placed"), (2, "shipped"), (3, "placed")]
+    assert changes_of_last_commit(lh, keyed, before, "dest") == ([(2, "placed")], [(2, "shipped")])

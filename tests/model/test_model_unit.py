@@ -148,6 +148,25 @@ def test_a4_an_update_of_rows_dest_overwrote_is_dropped_of_rows_src_added_kept()
     assert rows_of(merge(base, dev, main).table) == Counter({(2, SHIPPED): 1, (3, PLACED): 1})
 
 
+
+def test_a4_applies_when_src_overwrote_too():
+    # src rebuilds (drops id 3, adds id 4), then updates every row; dest rebuilds away ids 1 and 2. src's
+    # updates of 1 and 2 are of rows dest overwrote: dropped (A4), as when src had not rebuilt; its update
+    # of its own row 4 applies.
+    base, main = keyless([(1, PLACED), (2, PLACED), (3, PLACED)])
+    dev = main.fork()
+    dev.overwrite([{"id": 1, "status": PLACED}, {"id": 2, "status": PLACED}, {"id": 4, "status": PLACED}])
+    dev.update(Pred(ids(base), ">=", 0), ids(base, "status"), Expr("const", SHIPPED))
+    main.overwrite([{"id": 5, "status": PLACED}])
+    assert rows_of(merge(base, dev, main).table) == Counter({(4, SHIPPED): 1, (5, PLACED): 1})
+    # a copy src's own rebuild removed is the copy dest's removed too: src's update of the other applies
+    base, main = keyless([(1, PLACED), (1, PLACED)])
+    dev = main.fork()
+    dev.overwrite([{"id": 1, "status": PLACED}])
+    dev.update(Pred(ids(base), "=", 1), ids(base, "status"), Expr("const", SHIPPED))
+    main.overwrite([{"id": 1, "status": PLACED}, {"id": 5, "status": PLACED}])
+    assert rows_of(merge(base, dev, main).table) == Counter({(1, SHIPPED): 1, (5, PLACED): 1})
+
 def test_keyless_counts_merge_three_way_and_identical_rebuilds_merge_once():
     rebuild = [{"id": 1, "status": SHIPPED}, {"id": 1, "status": SHIPPED}]
     base, main = keyless([(1, PLACED), (1, PLACED), (2, PLACED)])

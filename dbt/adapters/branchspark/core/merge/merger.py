@@ -25,7 +25,7 @@ from ..transaction import Transaction
 from .base import merge_base
 from .conflict_tables import schema_row
 from .contested import contested_segments
-from .data import DataMerger, DataPlan, TableInputs
+from .data import DataMerger, DataPlan, TableInputs, src_rows_may_come_back
 from .drivers import drivers_for
 from .report import Conflict, MergeResult, Outcome, conflict_message
 from .rules import DATABASE_MATRIX, TABLE_DML, TABLE_MATRIX, matrix_ops
@@ -330,6 +330,8 @@ class ThreeWayMerge:
             result.conflicts += conflicts
             return
         result.resolved += conflicts
+        if name.lower() not in self.schema_choices:  # a paused merge's own choices are not on_conflict's
+            result.resolved += schema.settled
         if not self.plan_data:
             return
         # Attributes: a side's change wins over the base; where both changed, src's is replayed last.
@@ -354,8 +356,10 @@ class ThreeWayMerge:
         data = None
         src_dml = src_changes.ops & set(TABLE_DML)
         # An operation-pair conflict (no row contested) settled by ours or theirs: the rows merge by the rules.
-        if src_dml and not dest_changes.ops & set(TABLE_DML):
-            # dest's rows are the base's: src's version of the data is the merged one, as it is.
+        # dest's rows are the base's: src's version of the data is the merged one, shared as it is unless a
+        # row src changed is the same in the merged columns (then it must not be listed as changed).
+        as_src = not (by_count or keyed and src_rows_may_come_back(src_changes, base_schema, src_schema, merged_schema))
+        if src_dml and not dest_changes.ops & set(TABLE_DML) and as_src:
             state = state.evolve(segments=src.segments, tombstones=src.tombstones)
         elif src_dml:
             reader = TableReader(self.lakehouse.spark, self.lakehouse.warehouse, self.ns)

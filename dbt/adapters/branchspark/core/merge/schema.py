@@ -9,7 +9,7 @@ default added on one side conflicts when the other side wrote rows (A6.2).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from ..catalog.schema_rules import wider_of
 from ..catalog.state import Column, Schema
@@ -20,6 +20,7 @@ from .report import Conflict
 class SchemaMerge:
     columns: list[Column]
     conflicts: list[Conflict]
+    settled: list[Conflict] = field(default_factory=list)  # conflicts `prefer` decided, still reported
 
     def differs_from(self, schema: Schema) -> bool:
         return tuple(self.columns) != schema.columns
@@ -27,17 +28,17 @@ class SchemaMerge:
 
 def merge_schemas(table: str, base: Schema | None, src: Schema, dest: Schema, src_wrote_rows: bool,
                   dest_wrote_rows: bool, prefer: str | None = None) -> SchemaMerge:
-    """`prefer` ("ours" keeps dest, "theirs" takes src) settles conflicts instead of reporting them."""
+    """`prefer` ("ours" keeps dest, "theirs" takes src) settles conflicts: they are listed as settled."""
     conflicts: list[Conflict] = []
+    settled: list[Conflict] = []
     merged: list[Column] = []
     used_src_ids: set[int] = set()
 
     def conflict(column: str, rule: str, involved: str) -> bool:
-        """Record a conflict unless `prefer` settles it; True when dest's side wins."""
-        if prefer is None:
-            conflicts.append(Conflict("column", f"{table}.{column}", "alter column", "alter column", rule, involved))
-            return True
-        return prefer == "ours"
+        """Record a conflict, or a settled one when `prefer` decides it; True when dest's side wins."""
+        (settled if prefer else conflicts).append(
+            Conflict("column", f"{table}.{column}", "alter column", "alter column", rule, involved))
+        return prefer is None or prefer == "ours"
 
     for mine in dest.columns:
         theirs = src.source_of(mine)
@@ -74,7 +75,7 @@ def merge_schemas(table: str, base: Schema | None, src: Schema, dest: Schema, sr
             conflicts.append(Conflict("column", f"{table}.{column.name}", "alter column", "alter column", "A6",
                                       f"two different columns would be named {column.name}"))
         names[column.name.lower()] = column
-    return SchemaMerge(merged, conflicts)
+    return SchemaMerge(merged, conflicts, settled)
 
 
 def _three_way_column(base: Column | None, src: Column, dest: Column, conflict) -> Column:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from ..catalog.store import CatalogStore
 
 DML_OPS = {"insert", "delete", "update", "overwrite", "compaction"}
+ROW_OPS = DML_OPS - {"compaction"}
 
 
 @dataclass
@@ -27,6 +28,7 @@ class ObjectChanges:
     overwritten_partitions: list[dict] = field(default_factory=list)  # {columns, partitions} per partial overwrite
     whole_overwrite: bool = False  # an overwrite that replaced every segment (catalogs before overwrites by difference)
     overwrite_tombstones: list[str] = field(default_factory=list)  # the rows its overwrites removed (by difference)
+    row_commits: int = 0  # commits that changed its rows (a row changed and changed back needs two)
 
     @property
     def overwrote(self) -> bool:
@@ -62,12 +64,16 @@ def side_since(store: CatalogStore, head: str, base: str) -> Side:
     databases: dict[str, ObjectChanges] = defaultdict(ObjectChanges)
     tables: dict[str, ObjectChanges] = defaultdict(ObjectChanges)
     for commit in commits:
+        changed_rows = set()
         for op in store.operations(commit.id):
             changes = databases[op.object_id] if op.object_kind == "database" else tables[op.object_id]
             detail = op.detail or {}
             if op.op == "alter properties" and "primary_key" in detail:
                 changes.ops.add("alter primary key")
             changes.ops.add(op.op)
+            if op.op in ROW_OPS and op.object_id not in changed_rows:
+                changed_rows.add(op.object_id)
+                changes.row_commits += 1
             changes.segments_added += detail.get("segments_added", [])
             changes.tombstones_added += detail.get("tombstones_added", [])
             if op.op in ("update", "delete"):
