@@ -12,6 +12,8 @@ from urllib.parse import urlparse
 
 import pytest
 
+from tests.spark_settings import FAST_SMALL_QUERIES, FAST_TEST_JVM
+
 # dbt's test fixtures (the conformance suite); pytest wants plugins declared in the top conftest.
 pytest_plugins = ["dbt.tests.fixtures.project"]
 
@@ -20,7 +22,10 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 CONNECT_URL_VARIABLE = "BRANCHSPARK_TEST_CONNECT_URL"
 TEST_SPARK_CONFIG = {"spark.sql.shuffle.partitions": "2",
                      "spark.default.parallelism": "2",
-                     "spark.sql.adaptive.coalescePartitions.initialPartitionNum": "2"}
+                     "spark.sql.adaptive.coalescePartitions.initialPartitionNum": "2",
+                     **FAST_SMALL_QUERIES, **FAST_TEST_JVM}
+# These check plans made with code generation: they run with Spark's defaults in-process too.
+SPARK_DEFAULT_MODULES = {"test_deletion_vectors"}
 
 
 def pytest_addoption(parser):
@@ -89,6 +94,20 @@ def spark(spark_connect_url):
         session.stop()  # an open Connect client keeps the process from exiting
     else:
         yield local_session("local[2]", TEST_SPARK_CONFIG)
+
+
+@pytest.fixture(autouse=True)
+def _spark_defaults_for_plan_tests(request, spark_connect_url):
+    """The modules of SPARK_DEFAULT_MODULES check plans made with Spark's default settings."""
+    if spark_connect_url or request.module.__name__.rsplit(".", 1)[-1] not in SPARK_DEFAULT_MODULES:
+        yield
+        return
+    session = request.getfixturevalue("spark")
+    for key in FAST_SMALL_QUERIES:
+        session.conf.unset(key)
+    yield
+    for key, value in FAST_SMALL_QUERIES.items():
+        session.conf.set(key, value)
 
 
 @pytest.fixture(scope="session", autouse=True)
