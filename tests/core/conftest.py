@@ -27,9 +27,15 @@ def catalog_url(request):
         yield url
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "catalog_only: the test's `lh` has no Spark (it reads no data and starts no JVM)")
+
+
 @pytest.fixture
-def lh(spark, warehouse, catalog_url):
-    """A new catalog (a real SQLite file, or a new PostgreSQL database) and warehouse per test."""
+def lh(request, warehouse, catalog_url):
+    """A new catalog (a real SQLite file, or a new PostgreSQL database) and warehouse per test; with
+    Spark unless the test is marked catalog_only."""
+    spark = None if request.node.get_closest_marker("catalog_only") else request.getfixturevalue("spark")
     lakehouse = Lakehouse(spark, warehouse, catalog_url)
     yield lakehouse
     lakehouse.store.dispose()
