@@ -76,8 +76,9 @@ def pytest_terminal_summary(terminalreporter, config):
 
 # xdist (tests/run.sh: `-n 2 --dist loadscope --no-loadscope-reorder`) hands out one scope (a module, or a
 # class) at a time, in collection order; the suite ends when the busier worker does. So the slowest scopes
-# go first (longest first evens out the two workers), slowest first by their measured times; the rest keep
-# their order. A catalog module's SQLite and PostgreSQL tests are two scopes (they share no fixture but
+# go first (longest first evens out the two workers): those that start JVMs of their own (writer processes,
+# engines, dbt processes), then the big parametrized ones; the rest keep their order (update the list
+# from `--durations` when a module grows). A catalog module's SQLite and PostgreSQL tests are two scopes (they share no fixture but
 # the session's Spark), except the concurrency test's, whose dozen writer JVMs each must not meet the
 # other's.
 SLOWEST_FIRST = [
@@ -111,7 +112,7 @@ def _scope(nodeid: str) -> str:
 def _rank(nodeid: str) -> int:
     scope = _scope(nodeid)
     for rank, slow in enumerate(SLOWEST_FIRST):
-        if scope == slow or scope.startswith(slow + "::") or (scope.split("::")[0] == slow):
+        if scope == slow or scope.split("::")[0] == slow:
             return rank
     return len(SLOWEST_FIRST)
 
