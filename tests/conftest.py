@@ -6,11 +6,15 @@ Without a reachable server the run is skipped with the reason printed, except un
 where it fails.
 """
 import os
+import re
 import socket
 import sys
 from urllib.parse import urlparse
 
 import pytest
+from xdist.scheduler import LoadScopeScheduling
+
+from tests.spark_settings import FAST_SMALL_QUERIES, FAST_TEST_JVM
 
 # dbt's test fixtures (the conformance suite); pytest wants plugins declared in the top conftest.
 pytest_plugins = ["dbt.tests.fixtures.project"]
@@ -20,7 +24,10 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 CONNECT_URL_VARIABLE = "BRANCHSPARK_TEST_CONNECT_URL"
 TEST_SPARK_CONFIG = {"spark.sql.shuffle.partitions": "2",
                      "spark.default.parallelism": "2",
-                     "spark.sql.adaptive.coalescePartitions.initialPartitionNum": "2"}
+                     "spark.sql.adaptive.coalescePartitions.initialPartitionNum": "2",
+                     **FAST_SMALL_QUERIES, **FAST_TEST_JVM}
+# These check plans made with code generation: they run with Spark's defaults in-process too.
+SPARK_DEFAULT_MODULES = {"test_deletion_vectors"}
 
 
 def pytest_addoption(parser):
@@ -67,7 +74,65 @@ def pytest_terminal_summary(terminalreporter, config):
         terminalreporter.write_line(f"Spark Connect run skipped: {config._connect_skip}", yellow=True)
 
 
+# xdist (tests/run.sh: `-n 2 --dist loadscope --no-loadscope-reorder`) hands out one scope (a module, or a
+# class) at a time, in collection order; the suite ends when the busier worker does. So the slowest scopes
+# go first (longest first evens out the two workers): those that start JVMs of their own (writer processes,
+# engines, dbt processes), then the big parametrized ones; the rest keep their order (update the list
+# from `--durations` when a module grows). A catalog module's SQLite and PostgreSQL tests are two scopes (they share no fixture but
+# the session's Spark), except the concurrency test's, whose dozen writer JVMs each must not meet the
+# other's.
+SLOWEST_FIRST = [
+    "tests/core/test_concurrency.py",
+    "tests/core/test_crash_and_gc.py[postgresql]",
+    "tests/core/test_crash_and_gc.py[sqlite]",
+    "tests/engine/test_engine.py",
+    "tests/core/test_merge_matrix.py[postgresql]",
+    "tests/core/test_merge_matrix.py[sqlite]",
+    "tests/functional/test_run_landing.py",
+    "tests/functional/test_ci_previews.py",
+    "tests/functional/test_dbt_on_postgres.py",
+    "tests/functional/test_interactive_merge_dbt.py",
+    "tests/functional/test_changes_dbt.py",
+    "tests/core/test_changes_property.py",
+    "tests/core/test_log_graph.py",
+]
+KEEP_CATALOGS_TOGETHER = {"tests/core/test_concurrency.py"}
+_CATALOG_PARAM = re.compile(r"\[(?:[^\]]*-)?(sqlite|postgresql)(?:-[^\]]*)?\]$")
+
+
+def _scope(nodeid: str) -> str:
+    """xdist's scope of a test (its class, else its module), with its catalog kind when it has one."""
+    scope = nodeid.rsplit("::", 1)[0]
+    kind = _CATALOG_PARAM.search(nodeid)
+    if kind is None or scope.split("::")[0] in KEEP_CATALOGS_TOGETHER:
+        return scope
+    return f"{scope}[{kind.group(1)}]"
+
+
+def _rank(nodeid: str) -> int:
+    scope = _scope(nodeid)
+    for rank, slow in enumerate(SLOWEST_FIRST):
+        if scope == slow or scope.split("::")[0] == slow:
+            return rank
+    return len(SLOWEST_FIRST)
+
+
+class ScopePerCatalog(LoadScopeScheduling):
+    """xdist's loadscope with the scopes of `_scope`."""
+
+    def _split_scope(self, nodeid: str) -> str:
+        return _scope(nodeid)
+
+
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") == "loadscope":
+        return ScopePerCatalog(config, log)
+    return None
+
+
+@pytest.hookimpl(trylast=True)  # after pytest groups tests by their fixtures' parameters
 def pytest_collection_modifyitems(config, items):
+    items.sort(key=lambda item: _rank(item.nodeid))  # stable: each scope keeps its own order
     if config._connect_skip:
         marker = pytest.mark.skip(reason=config._connect_skip)
         for item in items:
@@ -89,6 +154,20 @@ def spark(spark_connect_url):
         session.stop()  # an open Connect client keeps the process from exiting
     else:
         yield local_session("local[2]", TEST_SPARK_CONFIG)
+
+
+@pytest.fixture(autouse=True)
+def _spark_defaults_for_plan_tests(request, spark_connect_url):
+    """The modules of SPARK_DEFAULT_MODULES check plans made with Spark's default settings."""
+    if spark_connect_url or request.module.__name__.rsplit(".", 1)[-1] not in SPARK_DEFAULT_MODULES:
+        yield
+        return
+    session = request.getfixturevalue("spark")
+    for key in FAST_SMALL_QUERIES:
+        session.conf.unset(key)
+    yield
+    for key, value in FAST_SMALL_QUERIES.items():
+        session.conf.set(key, value)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -10,6 +10,8 @@ from contextlib import contextmanager
 import pytest
 
 PG_URL_ENV = "BRANCHSPARK_TEST_PG_URL"
+# The catalogs the catalog and merge tests run on (tests/core/conftest.py).
+CATALOG_KINDS = ["sqlite", "postgresql"]
 
 
 def _in_ci() -> bool:
@@ -69,3 +71,13 @@ def fresh_pg_catalog():
         yield url
     finally:
         drop_database(server, url)
+
+
+@contextmanager
+def catalog_of_kind(kind: str):
+    """A test catalog URL: None for "sqlite" (a SQLite file in the warehouse), else a fresh PostgreSQL database."""
+    if kind == "sqlite":
+        yield None
+        return
+    with fresh_pg_catalog() as url:
+        yield url

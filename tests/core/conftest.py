@@ -1,7 +1,7 @@
 import pytest
 
 from dbt.adapters.branchspark.core.lakehouse import Lakehouse
-from tests.pg_catalog import fresh_pg_catalog
+from tests.pg_catalog import CATALOG_KINDS, catalog_of_kind
 
 # Modules whose tests also run on a PostgreSQL catalog (the catalog and merge tests); the rest use SQLite only.
 PG_MODULES = {"test_branches", "test_versions", "test_errors", "test_crash_and_gc", "test_concurrency",
@@ -12,7 +12,7 @@ PG_MODULES = {"test_branches", "test_versions", "test_errors", "test_crash_and_g
 
 def pytest_generate_tests(metafunc):
     if "catalog_url" in metafunc.fixturenames and metafunc.module.__name__.rsplit(".", 1)[-1] in PG_MODULES:
-        metafunc.parametrize("catalog_url", ["sqlite", "postgresql"], indirect=True)
+        metafunc.parametrize("catalog_url", CATALOG_KINDS, indirect=True)
 
 
 @pytest.fixture
@@ -23,16 +23,19 @@ def warehouse(tmp_path):
 @pytest.fixture
 def catalog_url(request):
     """The catalog URL of a test: None (a SQLite file in the warehouse) or a fresh PostgreSQL database."""
-    if getattr(request, "param", "sqlite") == "sqlite":
-        yield None
-        return
-    with fresh_pg_catalog() as url:
+    with catalog_of_kind(getattr(request, "param", "sqlite")) as url:
         yield url
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "catalog_only: the test's `lh` has no Spark (it reads no data and starts no JVM)")
+
+
 @pytest.fixture
-def lh(spark, warehouse, catalog_url):
-    """A new catalog (a real SQLite file, or a new PostgreSQL database) and warehouse per test."""
+def lh(request, warehouse, catalog_url):
+    """A new catalog (a real SQLite file, or a new PostgreSQL database) and warehouse per test; with
+    Spark unless the test is marked catalog_only."""
+    spark = None if request.node.get_closest_marker("catalog_only") else request.getfixturevalue("spark")
     lakehouse = Lakehouse(spark, warehouse, catalog_url)
     yield lakehouse
     lakehouse.store.dispose()

@@ -12,6 +12,7 @@ def count_rows(lh):
         return {n: conn.execute(sa.text(f"select count(*) from {n}")).scalar() for n in names if n.startswith("bs_")}
 
 
+@pytest.mark.catalog_only
 def test_new_catalog_has_main_and_is_migrated(lh):
     assert [b.name for b in lh.list_branches()] == ["main"]
     with lh.store.engine.connect() as conn:
@@ -58,6 +59,7 @@ def test_branch_from_branch_commit_and_time(lh, spark, orders):
         assert lh.read(orders, at=name).count() == 5
 
 
+@pytest.mark.catalog_only
 def test_drop_and_list(lh):
     lh.create_branch("b1")
     lh.create_branch("b2")
@@ -81,6 +83,7 @@ def test_log_lists_commits_with_operations_newest_first(lh, spark, orders):
     assert [c.message for c in lh.log("main", limit=1)] == ["drop order 1"]
 
 
+@pytest.mark.catalog_only
 def test_invalid_and_duplicate_branch_names(lh):
     for bad in ("", "a..b", "-x", "x/", "a@b", "has space"):
         with pytest.raises(errors.InvalidName):

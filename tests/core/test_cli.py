@@ -1,4 +1,5 @@
 """The branchspark command line, run as a user would, on a real catalog file."""
+import pytest
 from click.testing import CliRunner
 
 from dbt.adapters.branchspark.cli.main import cli
@@ -29,6 +30,7 @@ def test_init_branch_log_show_gc(lh, spark, orders, warehouse):
     assert code == 0 and "deleted 0 files" in out
 
 
+@pytest.mark.catalog_only
 def test_errors_are_one_line_and_exit_non_zero(lh, warehouse):
     code, out = run(warehouse, "branch", "drop", "nope")
     assert code == 1 and out.strip() == ("error: branch 'nope' does not exist: create it with "

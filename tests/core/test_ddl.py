@@ -10,6 +10,7 @@ def last_ops(lh, branch="main"):
     return [(o.object_kind, o.op) for o in lh.log(branch, 1)[0].operations]
 
 
+@pytest.mark.catalog_only
 def test_database_operations(lh):
     b = lh.branch("main")
     b.create_database("sales", {"owner": "ana"})

@@ -14,6 +14,7 @@ def run(lh, *args):
     return result.exit_code, result.output
 
 
+@pytest.mark.catalog_only
 def test_protected_branch_is_not_dropped_until_unprotected(lh):
     lh.create_branch("dev")
     code, out = run(lh, "branch", "protect", "dev")

@@ -18,6 +18,7 @@ import pytest
 
 from dbt.adapters.branchspark.core import errors
 from dbt.adapters.branchspark.core.lakehouse import Lakehouse
+from tests.pg_catalog import CATALOG_KINDS, catalog_of_kind
 
 TABLE_OPS = ["drop", "alter name", "alter props", "alter column", "alter partition", "insert", "delete", "update",
              "overwrite", "compaction"]
@@ -133,19 +134,21 @@ def perform(lh: Lakehouse, spark, branch: str, op: str, side: str) -> None:
         ops.compact(table)
 
 
-@pytest.fixture(scope="module")
-def base_lh(spark, tmp_path_factory):
-    """One catalog for the whole matrix: main holds the base; every cell branches from it (no copies)."""
-    lh = Lakehouse(spark, str(tmp_path_factory.mktemp("matrix") / "warehouse"))
+@pytest.fixture(scope="module", params=CATALOG_KINDS)
+def base_lh(request, spark, tmp_path_factory):
+    """One catalog per kind (SQLite, PostgreSQL) for the whole matrix: main holds the base; every cell
+    branches from it (no copies)."""
     first = {i: r for i, r in BASE_ROWS.items() if i <= 3}
     second = {i: r for i, r in BASE_ROWS.items() if i > 3}
-    with lh.transaction("main") as tx:
-        tx.create_database("shop", properties={"owner": "base", "tier": "1"})
-        tx.create_table_as("shop.t", spark.createDataFrame(list(first.values()), "id bigint, a bigint, g string"))
-        tx.set_table_properties("shop.t", {"owner": "base"})
-    lh.branch("main").insert("shop.t", spark.createDataFrame(list(second.values()), "id bigint, a bigint, g string"))
-    yield lh
-    lh.store.dispose()
+    with catalog_of_kind(request.param) as url:
+        lh = Lakehouse(spark, str(tmp_path_factory.mktemp("matrix") / "warehouse"), url)
+        with lh.transaction("main") as tx:
+            tx.create_database("shop", properties={"owner": "base", "tier": "1"})
+            tx.create_table_as("shop.t", spark.createDataFrame(list(first.values()), "id bigint, a bigint, g string"))
+            tx.set_table_properties("shop.t", {"owner": "base"})
+        lh.branch("main").insert("shop.t", spark.createDataFrame(list(second.values()), "id bigint, a bigint, g string"))
+        yield lh
+        lh.store.dispose()
 
 
 def _slug(*parts: str) -> str:

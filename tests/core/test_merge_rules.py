@@ -56,6 +56,14 @@ def test_a1_update_against_delete_in_the_same_segment_conflicts(lh, keyless):
     assert conflict.involved.startswith("segments s")
 
 
+def test_a1_is_one_way_delete_on_src_against_update_on_dest_in_the_same_segment_merges(lh, keyless):
+    """SPEC 3.3's delete x update cell is ok: A1 holds for an update on src against a delete on dest only."""
+    lh.branch("src").delete(keyless, "id = 2")
+    lh.branch("dest").update(keyless, "id = 1", {"a": "0"})
+    lh.merge("src", "dest")
+    assert rows(lh.read(keyless, "dest"), "id", "a") == [(1, 0), (3, 30), (4, 40)]
+
+
 def test_a2_deletes_on_both_sides_never_conflict_and_delete_once(lh, keyless):
     lh.branch("src").delete(keyless, "id in (1, 2)")
     lh.branch("dest").delete(keyless, "id in (2, 3)")
@@ -159,6 +167,14 @@ def test_keyed_same_key_inserted_differently_conflicts_and_identically_merges(lh
 def test_keyed_update_against_delete_conflicts(lh, keyed):
     lh.branch("src").update(keyed, "id = 2", {"a": "0"})
     lh.branch("dest").delete(keyed, "id = 2")
+    [conflict] = conflicts_of(lh)
+    assert (conflict.rule, conflict.involved) == ("3.4 update/delete", "id=2")
+
+
+def test_keyed_delete_against_update_conflicts(lh, keyed):
+    """3.4's update/delete conflict the other way round: the delete on src, the update on dest."""
+    lh.branch("src").delete(keyed, "id = 2")
+    lh.branch("dest").update(keyed, "id = 2", {"a": "0"})
     [conflict] = conflicts_of(lh)
     assert (conflict.rule, conflict.involved) == ("3.4 update/delete", "id=2")
 

@@ -23,10 +23,11 @@ from dbt.adapters.branchspark.core.errors import WriteConflict
 from dbt.adapters.branchspark.core.lakehouse import Lakehouse
 from dbt.adapters.branchspark.adapter.sql_router import StatementRouter
 from dbt.adapters.branchspark.core.spark_session import local_session
+from tests.spark_settings import FAST_SMALL_QUERIES
 
 # A small, quick JVM: many of these run at once on two cores.
 SMALL_SPARK = {"spark.sql.shuffle.partitions": "1", "spark.default.parallelism": "1",
-               "spark.driver.memory": "512m", "spark.ui.enabled": "false",
+               "spark.driver.memory": "512m", "spark.ui.enabled": "false", **FAST_SMALL_QUERIES,
                "spark.driver.extraJavaOptions": "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xss4m"}
 
 

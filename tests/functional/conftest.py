@@ -5,15 +5,20 @@ import sys
 
 import pytest
 
+from tests.spark_settings import FAST_SMALL_QUERIES, FAST_TEST_JVM
+
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 
 # Small and quiet Spark for tests; the adapter reuses this process's session across dbt invocations.
+# Cheaper small queries and a lighter JIT, as for the core tests (tests/spark_settings.py says why).
 TEST_SPARK_CONFIG = {
     "spark.master": "local[2]",
     "spark.sql.shuffle.partitions": "2",
     "spark.default.parallelism": "2",
     "spark.driver.memory": "2g",
+    **FAST_SMALL_QUERIES,
+    **FAST_TEST_JVM,
 }
 
 
