@@ -302,6 +302,13 @@ def test_a6_1_src_rename_against_dest_widen_conflicts(lh, widths):
 
 
 # ------------------------------------- no churn in the columns a merge keeps
+# Open (issue 19, t11/F6 keyless): pairing a deleted dest row with an identical src row crashed some count
+# merges while writing their tombstone, so that fix is out until it is safe; these two show the churn meanwhile.
+OPEN_COUNT_MERGE_CHURN = pytest.mark.xfail(strict=True, reason="issue 19 open: a count-mode merge commit still "
+                                           "lists a row unchanged in the merged columns (t11/F6)")
+
+
+@OPEN_COUNT_MERGE_CHURN
 def test_count_merge_commit_lists_no_row_unchanged_in_the_merged_columns(lh, spark, seed):
     # a rebuilds: row 2's status changes, row 3 goes, row 4 comes; b drops status. In (id) only row 3
     # and row 4 changed: row 2 is the same row.
@@ -314,6 +321,7 @@ def test_count_merge_commit_lists_no_row_unchanged_in_the_merged_columns(lh, spa
     assert_feed_replays(lh, seed, before, "b")
 
 
+@OPEN_COUNT_MERGE_CHURN
 def test_count_merge_src_rows_deleted_and_added_back_are_no_change(lh, spark, seed):
     # a's rebuild drops row 3 and a later insert brings it back, so a's net change is row 4 alone; b
     # inserts a row.

@@ -358,7 +358,7 @@ class ThreeWayMerge:
         # An operation-pair conflict (no row contested) settled by ours or theirs: the rows merge by the rules.
         # dest's rows are the base's: src's version of the data is the merged one, shared as it is unless a
         # row src changed is the same in the merged columns (then it must not be listed as changed).
-        as_src = not (by_count or keyed and src_rows_may_come_back(src_changes, base_schema, src_schema, merged_schema))
+        as_src = not (keyed and src_rows_may_come_back(src_changes, base_schema, src_schema, merged_schema))
         if src_dml and not dest_changes.ops & set(TABLE_DML) and as_src:
             state = state.evolve(segments=src.segments, tombstones=src.tombstones)
         elif src_dml:
