@@ -309,6 +309,13 @@ class Lakehouse:
         return merge_branch(self, src, into, strategy=strategy, on_conflict=on_conflict, dry_run=dry_run,
                             message=message, author=author, drivers=drivers, continue_=continue_, views=views)
 
+    def branch_diff(self, from_, to, tables=None, mode: str | None = None, preview: bool = True):
+        """The rows and schemas that differ from version `from_` to `to`, per table (diff/plan.py); three-dot
+        by default between branches, with the conflicts a merge of `to` into `from_` would hit."""
+        from .diff import branch_diff
+
+        return branch_diff(self, from_, to, tables=tables, mode=mode, preview=preview)
+
     def merge_status(self, dest: str = MAIN) -> dict:
         from .merge.interactive import status
 
