@@ -23,7 +23,7 @@ from pyspark.sql import DataFrame
 
 from .. import errors
 from ..catalog.namespace import Namespace
-from ..catalog.state import CommitInfo, TableState
+from ..catalog.state import CommitInfo, Schema, TableState
 from ..merge.base import merge_base
 from .preview import MergePreview, preview_merge
 from .rows import RowDifference, row_difference
@@ -142,8 +142,11 @@ def _table_diff(lakehouse: "Lakehouse", at: CommitInfo, before: Namespace, after
         return None
     schemas = store.schemas([s.schema_id for s in (old, new) if s is not None])
     changes = schema_changes(schemas.get(old.schema_id) if old else None, schemas.get(new.schema_id) if new else None)
-    same_rows = (old is not None and new is not None and set(old.segments) == set(new.segments)
-                 and set(old.tombstones) == set(new.tombstones))
+    same_files = (old is not None and new is not None and set(old.segments) == set(new.segments)
+                  and set(old.tombstones) == set(new.tombstones))
+    whole = old is not None and new is not None and _shared_rows_read_differently(
+        store, old, new, schemas[old.schema_id], schemas[new.schema_id])
+    same_rows = same_files and not whole
     key_changed = old is not None and new is not None and tuple(old.primary_key) != tuple(new.primary_key)
     renamed = old_name if old_name is not None and new is not None and old_name != name else None
     if same_rows and not changes and not renamed and not key_changed:
@@ -151,7 +154,23 @@ def _table_diff(lakehouse: "Lakehouse", at: CommitInfo, before: Namespace, after
     rows = None
     if not same_rows:
         primary_key = (new or old).primary_key if not key_changed else ()
-        rows = row_difference(lakehouse.spark, lakehouse.warehouse, store, at, old, new, tuple(primary_key))
+        rows = row_difference(lakehouse.spark, lakehouse.warehouse, store, at, old, new, tuple(primary_key), whole)
     status = TABLE_ADDED if old is None else TABLE_DROPPED if new is None else TABLE_CHANGED
     return TableDiff(name.lower(), status, changes, rows, renamed.lower() if renamed else None,
                      tuple(old.primary_key) if key_changed else None)
+
+
+def _shared_rows_read_differently(store, old: TableState, new: TableState, old_schema: Schema,
+                                  new_schema: Schema) -> bool:
+    """Whether a row of a file both versions share can read differently in them: a column of `to` that
+    `from` does not know (it dropped it) or gives another default, while a shared file holds that column
+    (or, for the default, lacks it). Then every row is compared, not only the unshared ones (metadata only)."""
+    unknown = [c for c in new_schema.columns if old_schema.source_of(c) is None]
+    redefaulted = [c for c in new_schema.columns
+                   if (source := old_schema.source_of(c)) is not None and source.default != c.default]
+    if not unknown and not redefaulted:
+        return False
+    shared = set(old.segments) & set(new.segments)
+    written = store.schemas({s.schema_id for s in store.segments(shared).values()})
+    return any(w.source_of(c) is not None for w in written.values() for c in unknown) or \
+        any(w.source_of(c) is None for w in written.values() for c in redefaulted)

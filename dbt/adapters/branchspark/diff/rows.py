@@ -67,16 +67,23 @@ class RowDifference:
 
 
 def row_difference(spark: SparkSession, warehouse: Warehouse, store: CatalogStore, at: CommitInfo,
-                   before: TableState | None, after: TableState | None, primary_key: tuple[str, ...]) -> RowDifference:
-    """The difference from `before` to `after` (None: the table is absent from that version)."""
+                   before: TableState | None, after: TableState | None, primary_key: tuple[str, ...],
+                   whole: bool = False) -> RowDifference:
+    """The difference from `before` to `after` (None: the table is absent from that version). `whole`: compare
+    every row, not only the unshared ones (rows of shared files read differently in the two schemas)."""
     if after is None:  # dropped: every row of `before` is removed, in its own columns
         schema = store.schemas([before.schema_id])[before.schema_id]
         delta = DeltaReader(spark, warehouse, store, schema).delta(Step(at, None, before, ()))
         removed, added = delta.inserts, None
     else:
         schema = store.schemas([after.schema_id])[after.schema_id]
-        delta = DeltaReader(spark, warehouse, store, schema).delta(Step(at, before, after, ()))
-        removed, added = delta.deletes, delta.inserts
+        reader = DeltaReader(spark, warehouse, store, schema)
+        if whole and before is not None:  # every live row of each version, in `to`'s columns
+            removed = reader.delta(Step(at, None, before, ())).inserts
+            added = reader.delta(Step(at, None, after, ())).inserts
+        else:
+            delta = reader.delta(Step(at, before, after, ()))
+            removed, added = delta.deletes, delta.inserts
     columns = [c.name for c in schema.columns]
     empty = spark.createDataFrame([], schema.struct())
     removed, added = _net(removed, added, columns, empty)
