@@ -1,9 +1,13 @@
 """branch_diff: the rows and schemas that differ between two versions, two-dot and three-dot, and the merge
 preview (the conflicts a merge would report). Small hand-made histories; the random ones against the
 model are in tests/model/test_diff_against_model.py."""
+import json
+
 import pytest
+from click.testing import CliRunner
 
 from dbt.adapters.branchspark import errors
+from dbt.adapters.branchspark.cli.main import cli
 from dbt.adapters.branchspark.diff import CHANGED, CONFLICT_RULE, DIFF_TYPE, NEW, OLD
 from dbt.adapters.branchspark.errors import MergeConflict
 
@@ -176,3 +180,45 @@ def test_merge_preview_clean_and_fast_forward(keyed, spark):
         tx.insert("shop.orders", df(spark, [(11, 1.0)]))
     preview = lh.branch_diff("main", "dev").preview
     assert preview.status == "clean" and preview.conflicts == []
+
+
+def cli_diff(warehouse, *args):
+    result = CliRunner().invoke(cli, ["--warehouse", warehouse, "diff", *args], env={"COLUMNS": "200"})
+    return result.exit_code, result.output
+
+
+def test_cli_diff_text_markdown_and_json(keyed, spark, warehouse):
+    lh = keyed
+    with lh.transaction("dev") as tx:
+        tx.update("shop.orders", "id = 2", {"amount": "99.0"})
+        tx.insert("shop.orders", df(spark, [(6, 60.0), (7, 70.0)]))
+        tx.add_column("shop.events", "note", "string")
+    with lh.transaction("main") as tx:
+        tx.update("shop.orders", "id = 2", {"amount": "98.0"})
+    code, text = cli_diff(warehouse, "main", "dev", "--limit", "2")
+    assert code == 0, text
+    lines = text.splitlines()
+    assert lines[0].startswith("diff main...dev (three_dot: ") and lines[0].endswith("2 table(s) differ, 0 unchanged")
+    assert lines[1] == "merge of dev into main: conflicts"
+    assert "| shop.events | changed | 0     | 0       | 0        | added note string | 0         |" in lines
+    assert "| shop.orders | changed | 2     | 0       | 1        |                   | 1         |" in lines
+    assert "  conflict 3.4 cells (insert+update vs update): id=2" in lines, text
+    assert "first 2 of 3 row(s):" in lines  # ordered by key: the modified id 2, then the added id 6
+    assert any(line.startswith("| modified   | 2  | 99.0") for line in lines)
+    assert any(line.startswith("| added      | 6  | 60.0") for line in lines)
+
+    code, markdown = cli_diff(warehouse, "main", "dev", "shop.orders", "--format", "markdown", "--mode", "two_dot")
+    assert code == 0, markdown
+    assert markdown.splitlines()[0].startswith("### diff main..dev (two_dot: ")
+    assert "| shop.orders | changed | 2     | 0       | 1        |                | 0         |" in markdown
+
+    code, raw = cli_diff(warehouse, "main", "dev", "--format", "json", "--limit", "0")
+    assert code == 0, raw
+    parsed = json.loads(raw)
+    assert parsed["merge"] == "conflicts" and parsed["mode"] == "three_dot"
+    assert [(t["table"], t["added"], t["removed"], t["modified"], t["schema_changes"]) for t in parsed["tables"]] == [
+        ("shop.events", 0, 0, 0, ["added note string"]), ("shop.orders", 2, 0, 1, [])]
+    assert [c["rule"] for c in parsed["tables"][1]["conflicts"]] == ["3.4 cells"]
+
+    code, error = cli_diff(warehouse, "main", "nosuch")
+    assert code == 1 and error.startswith("error: ") and len(error.strip().splitlines()) == 1

@@ -4,7 +4,7 @@
     d = branch_diff(lh, "main", "dev")            # or lh.branch_diff("main", "dev")
     d.tables[0].rows.added                         # Spark DataFrames; nothing is collected
 
-Plain PySpark: nothing here imports dbt. See docs/diff.md.
+Plain PySpark: nothing here imports dbt. See README.md, section Diff.
 """
 from .plan import MODES, THREE_DOT, TWO_DOT, Diff, TableDiff, branch_diff
 from .preview import CONFLICT_RULE, MergePreview, preview_merge

@@ -52,7 +52,8 @@ class DiffReport:
     def title(self) -> str:
         dots = "..." if self.mode == "three_dot" else ".."
         return (f"diff {self.from_ref}{dots}{self.to_ref} ({self.mode}: {self.from_commit[:12]} to "
-                f"{self.to_commit[:12]}): {len(self.tables)} table(s) differ, {self.unchanged} unchanged")
+                f"{self.to_commit[:12]}): {len([t for t in self.tables if t.status != 'unchanged'])} table(s) "
+                f"differ, {self.unchanged} unchanged")
 
     def summary_rows(self) -> list[list[str]]:
         return [[t.table, t.status, str(t.added), str(t.removed), str(t.modified),
