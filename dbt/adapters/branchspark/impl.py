@@ -505,6 +505,38 @@ class BranchSparkAdapter(SparkAdapter):
 
         return self._run("branch_changes", run).text()
 
+    # ---- diff and restore (diff_operation.py, imported on use like changes_relation) ---------
+    @available.parse_none
+    def branch_diff_summary(self, from_version, to, tables=None, mode=None, limit=10) -> str:
+        from dbt.adapters.branchspark.diff_operation import summary
+
+        lakehouse = self._handle().branch_session.lakehouse
+        return self._run("branch_diff", lambda: summary(lakehouse, from_version, to, tables, mode, limit))
+
+    @available.parse_none
+    def branch_diff_relation(self, table, from_version, to, mode=None):
+        """A session relation over `table`'s diff rows from `from_version` to `to` (macro `branch_diff`)."""
+        from dbt.adapters.branchspark.diff_operation import register_view
+
+        session = self._handle().branch_session
+
+        def run():
+            name = register_view(session.spark, session.lakehouse, self._changes_table(table), from_version, to,
+                                 mode, limit=getattr(table, "limit", None))
+            return self.Relation.create(identifier=name, type=RelationType.View)
+
+        return self._run("branch_diff", run)
+
+    @available.parse_none
+    def restore_table(self, table, to) -> str:
+        """Restore `table` on the target's branch to version `to`, as one new commit (macro `restore`)."""
+        from dbt.adapters.branchspark.diff_operation import restore
+
+        session = self._handle().branch_session
+        text = self._run("restore", lambda: restore(session.lakehouse, session.branch, self._changes_table(table), to))
+        session.expose_branch()  # this run now reads the restored table
+        return text
+
 
 def _time_text(value) -> str:
     if value is None:
