@@ -222,3 +222,18 @@ def test_cli_diff_text_markdown_and_json(keyed, spark, warehouse):
 
     code, error = cli_diff(warehouse, "main", "nosuch")
     assert code == 1 and error.startswith("error: ") and len(error.strip().splitlines()) == 1
+
+
+def test_a_table_with_its_own_diff_type_column_diffs(keyed, spark, warehouse):
+    """Regression: a table built from a diff (it has a `_diff_type` column) made every diff of it fail with
+    Spark's COLUMN_ALREADY_EXISTS; a diff column whose name is taken now gets one more leading underscore."""
+    lh = keyed
+    with lh.transaction("dev") as tx:
+        tx.create_table_as("shop.audit", df(spark, [("added", 1)], "_diff_type string, id bigint"))
+    d = lh.branch_diff("main", "dev")
+    audit = d.table("shop.audit")
+    assert audit.relation().columns == ["__diff_type", "_diff_type", "id", "_diff_changed"]
+    assert rows(audit.relation()) == [("added", "added", 1, None)]
+    assert audit.counts() == {"added": 1, "removed": 0, "modified": 0}
+    code, text = cli_diff(warehouse, "main", "dev")
+    assert code == 0 and "| shop.audit | added  | 1     |" in text, text

@@ -10,7 +10,6 @@ import re
 import uuid
 from typing import Optional
 
-from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dbt.adapters.branchspark.diff import CHANGED, DIFF_TYPE, branch_diff
@@ -53,8 +52,7 @@ def register_view(spark, lakehouse, table: str, from_version, to, mode=None, lim
     if limit is not None:  # `dbt run --empty`
         frame = frame.limit(int(limit))
     name = f"{VIEW_PREFIX}{re.sub(r'[^a-z0-9_]', '_', table.lower())}__{uuid.uuid4().hex[:12]}"
-    frame.select(F.col(DIFF_TYPE), *[F.col(f"`{c}`") for c in frame.columns if c != DIFF_TYPE]) \
-        .createOrReplaceTempView(name)
+    frame.createOrReplaceTempView(name)
     return name
 
 

@@ -16,7 +16,7 @@ from pyspark.sql import functions as F
 
 from .. import errors
 from .plan import Diff
-from .rows import CHANGED, DIFF_TYPE, DIFF_TYPES
+from .rows import DIFF_TYPE, DIFF_TYPES
 from .schema import SchemaChange
 
 FORMATS = ("text", "markdown", "json")
@@ -94,7 +94,8 @@ def report(diff: Diff, limit: int = 10) -> DiffReport:
     with_rows = [t for t in diff.tables if t.rows is not None]
     counts: dict[str, dict[str, int]] = {t.name: dict.fromkeys(DIFF_TYPES, 0) for t in diff.tables}
     if with_rows:
-        parts = [t.relation().select(F.lit(t.name).alias(_TABLE_COLUMN), DIFF_TYPE) for t in with_rows]
+        parts = [t.relation().select(F.lit(t.name).alias(_TABLE_COLUMN), F.col(t.rows.type_column).alias(DIFF_TYPE))
+                 for t in with_rows]
         for row in reduce(DataFrame.unionByName, parts).groupBy(_TABLE_COLUMN, DIFF_TYPE).count().collect():
             counts[row[_TABLE_COLUMN]][row[DIFF_TYPE]] = row["count"]
     preview = diff.preview
@@ -109,8 +110,8 @@ def report(diff: Diff, limit: int = 10) -> DiffReport:
                             [c.text() for c in t.schema_changes], t.renamed_from, conflicts)
         if limit and any(n.values()):
             relation = t.relation()
-            key = list(t.rows.primary_key) or [c for c in relation.columns if c not in (DIFF_TYPE, CHANGED)]
-            first = relation.orderBy(*[F.col(f"`{c}`") for c in key], DIFF_TYPE).limit(limit).collect()
+            key = list(t.rows.primary_key) or t.rows.columns
+            first = relation.orderBy(*[F.col(f"`{c}`") for c in key], t.rows.type_column).limit(limit).collect()
             entry.columns = relation.columns
             entry.rows = [list(r) for r in first]
         tables.append(entry)

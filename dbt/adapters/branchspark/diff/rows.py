@@ -48,22 +48,35 @@ class RowDifference:
     added: DataFrame
     modified: DataFrame | None
 
+    @property
+    def type_column(self) -> str:
+        """DIFF_TYPE, or with more leading underscores when the table has a column of that name (a table
+        built from a diff)."""
+        return _free_name(DIFF_TYPE, self.columns)
+
+    @property
+    def changed_column(self) -> str:
+        return _free_name(CHANGED, self.columns)
+
     def relation(self) -> DataFrame:
-        """One frame: DIFF_TYPE, the columns (`to`'s values; `from`'s for removed rows), CHANGED (modified
-        rows only, else NULL)."""
+        """One frame: `type_column` (DIFF_TYPE), the columns (`to`'s values; `from`'s for removed rows),
+        `changed_column` (CHANGED: modified rows only, else NULL)."""
+        kind, changed = self.type_column, self.changed_column
         columns = [F.col(quote(c)) for c in self.columns]
         none = F.lit(None).cast(T.ArrayType(T.StringType()))
-        parts = [self.removed.select(F.lit(REMOVED).alias(DIFF_TYPE), *columns, none.alias(CHANGED)),
-                 self.added.select(F.lit(ADDED).alias(DIFF_TYPE), *columns, none.alias(CHANGED))]
+        parts = [self.removed.select(F.lit(REMOVED).alias(kind), *columns, none.alias(changed)),
+                 self.added.select(F.lit(ADDED).alias(kind), *columns, none.alias(changed))]
         if self.modified is not None:
-            parts.append(self.modified.select(F.lit(MODIFIED).alias(DIFF_TYPE),
-                                              *[F.col(NEW)[c].alias(c) for c in self.columns], F.col(CHANGED)))
+            parts.append(self.modified.select(F.lit(MODIFIED).alias(kind),
+                                              *[F.col(NEW)[c].alias(c) for c in self.columns],
+                                              F.col(CHANGED).alias(changed)))
         return reduce(DataFrame.unionByName, parts)
 
     def counts(self) -> dict[str, int]:
         """Rows per diff type, in one Spark job (only the counts come back)."""
-        found = {r[DIFF_TYPE]: r["count"] for r in self.relation().groupBy(DIFF_TYPE).count().collect()}
-        return {kind: found.get(kind, 0) for kind in DIFF_TYPES}
+        kind = self.type_column
+        found = {r[kind]: r["count"] for r in self.relation().groupBy(kind).count().collect()}
+        return {k: found.get(k, 0) for k in DIFF_TYPES}
 
 
 def row_difference(spark: SparkSession, warehouse: Warehouse, store: CatalogStore, at: CommitInfo,
@@ -139,3 +152,10 @@ def _differs(old: SparkColumn, new: SparkColumn, data_type: T.DataType) -> Spark
     if old_value is None:
         return F.lit(True)
     return ~old_value.eqNullSafe(new_value)
+
+
+def _free_name(name: str, columns: list[str]) -> str:
+    taken = {c.lower() for c in columns}
+    while name.lower() in taken:
+        name = "_" + name
+    return name
