@@ -120,17 +120,11 @@ def _wanted_ids(before: Namespace, after: Namespace, tables) -> set[str] | None:
     names = [tables] if isinstance(tables, str) else list(tables)
     ids = set()
     for name in names:
-        found = [ns.table_id(str(name), required=False) for ns in (after, before)
-                 if _has_database(ns, str(name))]
-        found = [i for i in found if i is not None]
+        found = [i for i in (ns.table_id(str(name), required=False) for ns in (after, before)) if i is not None]
         if not found:
             raise errors.InvalidArgument(f"table '{name}' is in neither version: name it as database.table")
         ids.add(found[0])
     return ids
-
-
-def _has_database(ns: Namespace, name: str) -> bool:
-    return "." in name and ns.database_id(name.split(".", 1)[0], required=False) is not None
 
 
 def _table_diff(lakehouse: "Lakehouse", at: CommitInfo, before: Namespace, after: Namespace,
