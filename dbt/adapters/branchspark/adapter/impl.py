@@ -19,7 +19,7 @@ from dbt_common.clients.agate_helper import DEFAULT_TYPE_TESTER
 from dbt_common.exceptions import DbtRuntimeError
 from typing_extensions import TypeAlias
 
-from dbt.adapters.branchspark.adapter import model_writes, run_landing, text_tables
+from dbt.adapters.branchspark.adapter import diff_operations, model_writes, run_landing, text_tables
 from dbt.adapters.branchspark.adapter.temp_views import VIEW
 from dbt.adapters.branchspark.adapter.commit_messages import model_message
 from dbt.adapters.branchspark.adapter.connections import BranchSparkConnectionManager, BranchSparkHandle, error_line
@@ -489,4 +489,32 @@ class BranchSparkAdapter(SparkAdapter):
             return summarize(lakehouse, self._changes_request(table, from_version, to, branch, net), int(limit))
 
         return self._run("branch_changes", run).text()
+
+    # ---- diff and restore (adapter/diff_operations.py) ---------
+    @available.parse_none
+    def branch_diff_summary(self, from_version, to, tables=None, mode=None, limit=10) -> str:
+        lakehouse = self._handle().branch_session.lakehouse
+        return self._run("branch_diff", lambda: diff_operations.summary(lakehouse, from_version, to, tables, mode,
+                                                                         limit))
+
+    @available.parse_none
+    def branch_diff_relation(self, table, from_version, to, mode=None):
+        """A session relation over `table`'s diff rows from `from_version` to `to` (macro `branch_diff`)."""
+        session = self._handle().branch_session
+
+        def run():
+            name = diff_operations.register_view(session.spark, session.lakehouse, self._changes_table(table),
+                                                 from_version, to, mode, limit=getattr(table, "limit", None))
+            return self.Relation.create(identifier=name, type=RelationType.View)
+
+        return self._run("branch_diff", run)
+
+    @available.parse_none
+    def restore_table(self, table, to) -> str:
+        """Restore `table` on the target's branch to version `to`, as one new commit (macro `restore`)."""
+        session = self._handle().branch_session
+        text = self._run("restore", lambda: diff_operations.restore(session.lakehouse, session.branch,
+                                                                    self._changes_table(table), to))
+        session.expose_branch()  # this run now reads the restored table
+        return text
 

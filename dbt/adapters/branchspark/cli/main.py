@@ -16,6 +16,7 @@ from ..core.catalog.url import redact_text, redact_url
 from ..core.lakehouse import Lakehouse
 from ..core.spark_errors import unreadable_file
 from .changes_cmd import changes
+from .diff_cmd import diff
 from .engine_cmd import engine
 from .log_cmd import log
 from .merge_cmd import abort, merge, merge_status, resolve
@@ -190,6 +191,7 @@ def gc(obj: Context, grace, drop_run_branches_after, dry_run):
 
 
 cli.add_command(changes)
+cli.add_command(diff)
 cli.add_command(log)
 cli.add_command(merge)
 cli.add_command(merge_status)

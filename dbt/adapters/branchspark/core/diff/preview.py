@@ -1,0 +1,71 @@
+"""Merge preview: the conflicts a merge of `src` into branch `dest` would stop at, without writing anything.
+
+It runs the merge's own planner (merge/merger.py, as a dry run does) with the default policy (abort),
+so the preview is the merge's decision, not a second reading of the rules: the same Conflict list the
+merge then raises, and for keyed tables the keys it decided are in conflict (a lazy frame of the key
+columns and the rule). A keyless table's conflicts are per segment (A1, A3) and listed in the Conflict.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from .. import errors
+from ..merge.base import merge_base
+from ..merge.merger import ConflictPolicy, ThreeWayMerge
+from ..merge.report import Conflict, MergeResult
+from ..storage.reader import quote
+from ..context import WriteContext
+
+
+CONFLICT_RULE = "_conflict_rule"  # the rule column of a keyed table's conflicting keys
+RULE = "_bs_rule"  # the merge planner's per-key rule column (merge/data.py)
+
+
+@dataclass
+class MergePreview:
+    src: str
+    dest: str
+    status: str  # up-to-date | fast-forward | clean | conflicts | paused (a merge into dest is paused)
+    conflicts: list[Conflict] = field(default_factory=list)
+    conflicting_keys: dict[str, DataFrame] = field(default_factory=dict)  # keyed table -> keys + CONFLICT_RULE
+    note: str = ""
+
+    def for_table(self, name: str) -> list[Conflict]:
+        return [c for c in self.conflicts if c.object_name.lower() == name.lower()]
+
+
+def preview_merge(lakehouse: WriteContext, src: str, dest: str, wanted_names: set[str] | None = None) -> MergePreview:
+    """What `lakehouse.merge(src, dest)` would report; `wanted_names`: keep only these tables' conflicts."""
+    store = lakehouse.store
+    dest_head = store.get_branch(dest).head
+    src_commit = lakehouse.resolve(src)
+    base = merge_base(store, src_commit.id, dest_head)
+    if base == src_commit.id:
+        return MergePreview(src, dest, "up-to-date")
+    if base == dest_head:
+        return MergePreview(src, dest, "fast-forward")
+    try:
+        planner = ThreeWayMerge(lakehouse, src, src_commit.id, dest, base, ConflictPolicy(), None, None)
+    except errors.MergeInProgress as exc:
+        return MergePreview(src, dest, "paused", note=str(exc))
+    result = MergeResult(src, dest, base, "merge", "dry-run")
+    try:
+        planner.plan(result)
+        keys = {}
+        for name, plan in planner.data_plans.items():
+            if plan.decided is None:  # keyed tables are decided per key (keyless rows only in paused merges)
+                continue
+            keys[name.lower()] = (plan.decided.filter(F.col(RULE).isNotNull())
+                                  .select(*[F.col(quote(k)) for k in plan.relation_keys],
+                                          F.col(RULE).alias(CONFLICT_RULE)))
+    finally:
+        planner.release()
+    conflicts = result.conflicts
+    if wanted_names is not None:
+        conflicts = [c for c in conflicts if c.object_name.lower() in wanted_names]
+        keys = {k: v for k, v in keys.items() if k in wanted_names}
+    return MergePreview(src, dest, "conflicts" if conflicts else "clean", conflicts,
+                        {k: v for k, v in keys.items() if any(c.object_name.lower() == k for c in conflicts)})
