@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from dbt.adapters.branchspark.core.diff import branch_diff
 from dbt.adapters.branchspark.lakehouse import Lakehouse
 from dbt.cli.main import dbtRunner
 
@@ -113,7 +114,7 @@ def test_diff_summary_relation_and_restore_in_dbt(sample, spark, tmp_path, capsy
                "--target", "feat")
     commit = lakehouse.store.get_commit(lakehouse.get_branch("feat").head)
     assert commit.parents == (head,)
-    restored = lakehouse.branch_diff("main", "feat", tables=["shop.raw_customers"], mode="two_dot")
+    restored = branch_diff(lakehouse, "main", "feat", tables=["shop.raw_customers"], mode="two_dot")
     assert restored.tables == [] and restored.unchanged == 1
 
 

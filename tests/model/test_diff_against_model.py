@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from pyspark.sql import functions as F
 
-from dbt.adapters.branchspark.core.diff import CHANGED, DIFF_TYPE, OLD
+from dbt.adapters.branchspark.core.diff import CHANGED, DIFF_TYPE, OLD, branch_diff
 from dbt.adapters.branchspark.errors import MergeConflict
 from tests.model.cases import batches
 from tests.model.driver import Batch, _json_rows
@@ -80,7 +80,7 @@ def model_diff(before: Table, after: Table) -> dict:
 
 def engine_diffs(lh, from_, to, mode, names) -> dict:
     """{table: the same shape as model_diff} from branch_diff, all tables' rows in one Spark job."""
-    diff = lh.branch_diff(from_, to, mode=mode, preview=False)
+    diff = branch_diff(lh, from_, to, mode=mode, preview=False)
     frames = {}
     for t in diff.tables:
         if t.rows is None:
@@ -131,7 +131,7 @@ def run_diff_batch(spark, cases) -> tuple[list[str], int]:
         compare(batch, "three-dot src...dest", engine_diffs(lh, "src", "dest", None, names),
                 {t.name: model_diff(t.base, t.dest.table) for t in batch.tracked})
         # The preview equals what the merge reports.
-        preview = lh.branch_diff("dest", "src").preview
+        preview = branch_diff(lh, "dest", "src").preview
         before_merge = lh.get_branch("dest").head
         try:
             lh.merge("src", "dest")

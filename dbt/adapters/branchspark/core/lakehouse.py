@@ -27,7 +27,6 @@ from .catalog.namespace import Namespace, check_branch_name
 from .catalog.state import BranchInfo, CommitInfo, DatabaseInfo, TableInfo, TableState
 from .catalog.store import CATALOG_URL_ENV, MAIN, default_catalog_url, utcnow
 from .commit_replay import is_hidden_branch, land_on_moved_head
-from .diff import branch_diff
 from .merge import interactive
 from .merge.strategies import merge_branch
 from .spark_errors import unreadable_file
@@ -319,11 +318,6 @@ class Lakehouse:
         unless `views` names views of src to carry in the same commit (merge/views.py; dbt does)."""
         return merge_branch(self, src, into, strategy=strategy, on_conflict=on_conflict, dry_run=dry_run,
                             message=message, author=author, drivers=drivers, continue_=continue_, views=views)
-
-    def branch_diff(self, from_, to, tables=None, mode: str | None = None, preview: bool = True):
-        """The rows and schemas that differ from version `from_` to `to`, per table (diff/plan.py); three-dot
-        by default between branches, with the conflicts a merge of `to` into `from_` would hit."""
-        return branch_diff(self, from_, to, tables=tables, mode=mode, preview=preview)
 
     def merge_status(self, dest: str = MAIN) -> dict:
         return interactive.status(self, dest)

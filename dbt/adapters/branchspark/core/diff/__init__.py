@@ -1,7 +1,7 @@
 """Row-level diff between two versions of the catalog (branches, commits, branch@time), with a merge preview.
 
-    from dbt.adapters.branchspark.core.diff import branch_diff
-    d = branch_diff(lh, "main", "dev")            # or lh.branch_diff("main", "dev")
+    from dbt.adapters.branchspark.diff import branch_diff
+    d = branch_diff(lh, "main", "dev")
     d.tables[0].rows.added                         # Spark DataFrames; nothing is collected
 
 Plain PySpark: nothing here imports dbt. See README.md, section Diff.
