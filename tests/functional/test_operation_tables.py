@@ -7,7 +7,7 @@ import io
 
 import pytest
 
-from dbt.adapters.branchspark.adapter.impl import _text_table
+from dbt.adapters.branchspark.adapter.text_tables import text_table
 from dbt.adapters.branchspark.adapter.merge_operations import _text
 
 NUMBER_LIKE_IDS = ["1234e5678901", "2e51e0771d9b", "000000000042", "9e9"]
@@ -16,7 +16,7 @@ NUMBER_LIKE_IDS = ["1234e5678901", "2e51e0771d9b", "000000000042", "9e9"]
 @pytest.mark.parametrize("commit_id", NUMBER_LIKE_IDS)
 def test_branch_tables_print_ids_verbatim(commit_id):
     out = io.StringIO()
-    _text_table([["dev", commit_id, "", "2026-11-22 10:00:00"]], ["branch", "head", "protected", "created_at"]) \
+    text_table(["branch", "head", "protected", "created_at"], [["dev", commit_id, "", "2026-11-22 10:00:00"]]) \
         .print_table(output=out)
     assert f"| {commit_id} " in out.getvalue()
 
