@@ -12,6 +12,11 @@
 With BRANCHSPARK_FAULT=<point> it dies (SIGKILL) at that fault-injection point. `--catalog` selects the
 catalog URL (default: SQLite in the warehouse); `--barrier DIR` lines processes up: each, once warm, creates
 DIR/ready-<pid> and waits for DIR/go. It prints one line per commit ("committed <i> <seconds>") and "done" at the end.
+
+Where $BRANCHSPARK_TEST_CONNECT_URL names a Spark Connect server (tests/run.sh starts one), a writer is a
+client of it instead of starting a JVM of its own: a dozen JVM starts on two cores cost minutes per test,
+and what these tests check (commits racing through the catalog, a process dying between two steps) is the
+Python process's either way.
 """
 import argparse
 import os
@@ -22,7 +27,7 @@ from dbt.adapters.branchspark.adapter.target_branch import BranchSession, statem
 from dbt.adapters.branchspark.core.errors import WriteConflict
 from dbt.adapters.branchspark.core.lakehouse import Lakehouse
 from dbt.adapters.branchspark.adapter.sql_router import StatementRouter
-from dbt.adapters.branchspark.core.spark_session import local_session
+from dbt.adapters.branchspark.core.spark_session import connect_session, local_session
 from tests.spark_settings import FAST_SMALL_QUERIES
 
 # A small, quick JVM: many of these run at once on two cores.
@@ -46,7 +51,24 @@ def main() -> None:
     parser.add_argument("--grace", type=float, default=0.0, help="gc: keep files younger than this (seconds)")
     args = parser.parse_args()
 
-    spark = local_session("local[1]", SMALL_SPARK) if args.action != "gc" else None
+    spark = writer_session() if args.action != "gc" else None
+    try:
+        run(args, spark)
+    finally:
+        if spark is not None and os.environ.get(CONNECT_URL):
+            spark.stop()  # an open Connect session keeps the process from exiting
+
+
+CONNECT_URL = "BRANCHSPARK_TEST_CONNECT_URL"
+
+
+def writer_session():
+    if os.environ.get(CONNECT_URL):
+        return connect_session(os.environ[CONNECT_URL], FAST_SMALL_QUERIES)
+    return local_session("local[1]", SMALL_SPARK)
+
+
+def run(args, spark) -> None:
     lakehouse = Lakehouse(spark, args.warehouse, args.catalog)
     if args.action in ("insert", "increment-and-insert"):
         spark.range(1).count()  # warm up before the start line

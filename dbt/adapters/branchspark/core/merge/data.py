@@ -378,8 +378,9 @@ class DataMerger:
         merge driver (merge/drivers.py); `resolutions` is a paused merge's conflict relation, whose merged
         values replace the rules' for every key it lists; both mean the rows are decided one by one."""
         if share and driver is None and resolutions is None and self._shareable(inputs) \
-                and not src_rows_may_come_back(inputs.src_changes, self.lookup.schema(inputs.base.schema_id),
-                                               self.lookup.schema(inputs.src.schema_id), inputs.schema) \
+                and not (src_rows_may_come_back(inputs.src_changes, self.lookup.schema(inputs.base.schema_id),
+                                                self.lookup.schema(inputs.src.schema_id), inputs.schema)
+                         and self.src_rows_come_back(inputs)) \
                 and self._disjoint_keys(inputs):
             return self._shared(inputs)
         keys = list(inputs.primary_key)
@@ -391,9 +392,14 @@ class DataMerger:
             live, gone = self._side_changes(inputs, state, changes)
             parts.append(_tagged(live, keys, row_columns, side, "row", ROW_SEQ, F.lit(False)))
             if gone is not None:
-                # A deleted image of a row older than both sides' writes is the base row of its key.
+                # A deleted image of a row older than both sides' writes is the base row of its key, unless
+                # the base itself deleted that row in a tombstone this side lacks (see _base_only_rows).
                 older = ~self._origin().isin(sorted(written)) if written else F.lit(True)
-                parts.append(_tagged(gone, keys, row_columns, side, "gone", TOMB_SEQ, older))
+                gone, dead_in_base = self._marked_dead_in_base(inputs, state, gone)
+                parts.append(_tagged(gone, keys, row_columns, side, "gone", TOMB_SEQ, older & ~dead_in_base))
+        base_only = self._base_only_rows(inputs)
+        if base_only is not None:
+            parts.append(_tagged(base_only, keys, row_columns, "b", "base", ROW_SEQ, F.lit(True)))
         events = reduce(DataFrame.unionByName, parts)
         # What a side changed is decided by values (SPEC 3.4): its row for the key now (the base row where it
         # wrote nothing for the key) against the base row, absence included.
@@ -548,6 +554,9 @@ class DataMerger:
         if not inputs.base.primary_key == inputs.src.primary_key == inputs.dest.primary_key:
             return False
         base = set(inputs.base.segments)
+        for state in (inputs.src, inputs.dest):
+            if self._base_only(inputs, state) or not set(inputs.base.tombstones) <= set(state.tombstones):
+                return False  # a side's history is not the base plus additions: decide key by key
         return not any(s.kind in STORED_IDENTITY_KINDS for s in self.lookup.segment_infos(list(inputs.src.segments))
                        if s.id not in base)
 
@@ -572,6 +581,49 @@ class DataMerger:
         return DataPlan(keep_segments=list(inputs.dest.segments),
                         add_segments=[s for s in inputs.src.segments if s not in before],
                         tombstones=list(inputs.dest.tombstones) + [t for t in inputs.src.tombstones if t not in dead])
+
+    def src_rows_come_back(self, inputs: TableInputs) -> bool:
+        """Whether a row src wrote since the base is, in the merged columns, one src deleted since the base:
+        changed and changed back (a row src wrote and rewrote alike counts too: then the rows are merely
+        decided key by key). One small job over src's changed rows only."""
+        deleted = self._deleted_rows(inputs, inputs.src, inputs.src_changes)
+        if deleted is None:
+            return False
+        columns = [quote(c.name) for c in inputs.schema.columns]
+        written = self._new_rows(inputs, inputs.src, self._added_groups(inputs, inputs.src_changes))
+        return not written.select(*columns).intersect(deleted.select(*columns)).isEmpty()
+
+    @staticmethod
+    def _base_only(inputs: TableInputs, state: TableState, changes: ObjectChanges | None = None) -> list[str]:
+        """Base segments a side holds no longer and did not replace itself (overwrite or compaction): the
+        side descends from the base through a merge that wrote the base's rows anew (a per-key merge the
+        other way), so its history is not the base plus additions."""
+        held = set(state.segments) | set(changes.segments_removed if changes else ())
+        return [s for s in inputs.base.segments if s not in held]
+
+    def _base_only_rows(self, inputs: TableInputs) -> DataFrame | None:
+        """The base's live rows in segments a side does not hold (`_base_only`), as base rows of their keys:
+        that side's copies of them carry other identities and no tombstone of the originals."""
+        ids = []
+        for state, changes in ((inputs.src, inputs.src_changes), (inputs.dest, inputs.dest_changes)):
+            if "compaction" not in changes.ops:  # a compaction's rows keep their identities (stored)
+                ids += [s for s in self._base_only(inputs, state, changes) if s not in ids]
+        return self._read(inputs, inputs.base, ids) if ids else None
+
+    def _marked_dead_in_base(self, inputs: TableInputs, state: TableState, gone: DataFrame):
+        """(`gone`, a Column: the image's row was already deleted in the base). Only a base tombstone the side
+        lacks can have deleted it (a side deletes rows live on it); a key tombstone deletes the rows of its
+        keys written before it."""
+        held = set(state.tombstones)
+        base_only = self.lookup.tombstone_infos([t for t in inputs.base.tombstones if t not in held])
+        if not base_only:
+            return gone, F.lit(False)
+        keys = list(inputs.primary_key)
+        kills = (self.reader.read_tombstones(inputs.base.evolve(primary_key=inputs.primary_key), base_only,
+                                             inputs.schema)
+                 .groupBy(*[quote(k) for k in keys]).agg(F.max(TOMB_SEQ).alias("_bs_base_kill")))
+        gone = gone.join(kills, keys, "left")
+        return gone, F.coalesce(F.col(ROW_SEQ) < F.col("_bs_base_kill"), F.lit(False))
 
     def _side_changes(self, inputs: TableInputs, state: TableState, changes: ObjectChanges):
         """(rows the side wrote, still including those it deleted later; images of rows it deleted, with

@@ -358,13 +358,13 @@ class ThreeWayMerge:
         # An operation-pair conflict (no row contested) settled by ours or theirs: the rows merge by the rules.
         # dest's rows are the base's: src's version of the data is the merged one, shared as it is unless a
         # row src changed is the same in the merged columns (then it must not be listed as changed).
-        as_src = not (keyed and src_rows_may_come_back(src_changes, base_schema, src_schema, merged_schema))
+        inputs = TableInputs(name, base, src, dest, src_changes, dest_changes, merged_schema, primary_key)
+        merger = DataMerger(TableReader(self.lakehouse.spark, self.lakehouse.warehouse, self.ns), self.ns)
+        as_src = not (keyed and src_rows_may_come_back(src_changes, base_schema, src_schema, merged_schema)
+                      and merger.src_rows_come_back(inputs))
         if src_dml and not dest_changes.ops & set(TABLE_DML) and as_src:
             state = state.evolve(segments=src.segments, tombstones=src.tombstones)
         elif src_dml:
-            reader = TableReader(self.lakehouse.spark, self.lakehouse.warehouse, self.ns)
-            inputs = TableInputs(name, base, src, dest, src_changes, dest_changes, merged_schema, primary_key)
-            merger = DataMerger(reader, self.ns)
             if keyed:
                 data = merger.keyed(inputs, prefer, driver, self.resolutions.get(name), share=not self.keyless_rows)
             else:
