@@ -302,13 +302,6 @@ def test_a6_1_src_rename_against_dest_widen_conflicts(lh, widths):
 
 
 # ------------------------------------- no churn in the columns a merge keeps
-# Open (issue 19, t11/F6 keyless): pairing a deleted dest row with an identical src row crashed some count
-# merges while writing their tombstone, so that fix is out until it is safe; these two show the churn meanwhile.
-OPEN_COUNT_MERGE_CHURN = pytest.mark.xfail(strict=True, reason="issue 19 open: a count-mode merge commit still "
-                                           "lists a row unchanged in the merged columns (t11/F6)")
-
-
-@OPEN_COUNT_MERGE_CHURN
 def test_count_merge_commit_lists_no_row_unchanged_in_the_merged_columns(lh, spark, seed):
     # a rebuilds: row 2's status changes, row 3 goes, row 4 comes; b drops status. In (id) only row 3
     # and row 4 changed: row 2 is the same row.
@@ -321,7 +314,6 @@ def test_count_merge_commit_lists_no_row_unchanged_in_the_merged_columns(lh, spa
     assert_feed_replays(lh, seed, before, "b")
 
 
-@OPEN_COUNT_MERGE_CHURN
 def test_count_merge_src_rows_deleted_and_added_back_are_no_change(lh, spark, seed):
     # a's rebuild drops row 3 and a later insert brings it back, so a's net change is row 4 alone; b
     # inserts a row.
@@ -395,3 +387,23 @@ def test_merging_dest_back_into_an_unchanged_src_gives_dest_rows(lh, spark, keye
     lh.branch("dest").update(keyed, "id = 2", {"status": "'dest2'"})  # two commits: decided key by key
     lh.merge("dest", "src")
     assert rows(lh.read(keyed, "src")) == rows(lh.read(keyed, "dest"))
+
+
+def test_merging_back_does_not_take_the_base_s_own_tombstones_for_dest_changes(lh, spark):
+    """Found by the model's merge-back check: dest's merge of src brought src's tombstones, which the
+    merge back counted again as dest's deletions, against stale images: src lost key 5."""
+    with lh.transaction("main") as tx:
+        tx.create_database("shop")
+        tx.create_table_as("shop.k3", spark.createDataFrame([(0, 2, 3), (2, 1, 3), (3, 0, 3), (5, 3, 1)],
+                                                            "id int, a int, b int"), primary_key=["id"])
+    lh.create_branch("src")
+    lh.create_branch("dest")
+    lh.branch("src").overwrite("shop.k3", spark.createDataFrame([(0, 2, 3), (2, 1, 3), (5, 3, 2), (6, 3, 0)],
+                                                                "id int, a int, b int"))
+    lh.branch("dest").update("shop.k3", "id = 0", {"a": "1"})
+    lh.branch("dest").drop_column("shop.k3", "a")
+    lh.merge("src", "dest", on_conflict="theirs")
+    expected = [(0, 3), (2, 3), (5, 2), (6, 0)]
+    assert rows(lh.read("shop.k3", "dest")) == expected
+    lh.merge("dest", "src")
+    assert rows(lh.read("shop.k3", "src")) == expected

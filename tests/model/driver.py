@@ -210,6 +210,23 @@ class Batch:
         self._check_changes(settled)
         return settled
 
+    def merge_back_and_check(self) -> None:
+        """dest merged into src, which changed nothing since: src must then read as dest does, table by table
+        (the rows dest has were checked against the model). This merge's base is src's head, which a merge
+        that decided rows one by one did not carry into dest as it is."""
+        lh = self.lh
+        try:
+            lh.merge("dest", "src", on_conflict="abort")
+        except MergeConflict as exc:
+            self.problem(None, f"merging dest back into an unchanged src conflicts: {exc}")
+            return
+        back = _json_rows({t.name: lh.read(t.name, "src") for t in self.tracked})
+        for t in self.tracked:
+            got = Counter(tuple(sorted(r.items())) for r in back[t.name])
+            want = self.engine_rows.get(t.name)
+            if want is not None and got != want:
+                self.problem(t, f"merged back into src: {dict(got - want)} more, {dict(want - got)} fewer than dest")
+
     def _compare_conflicts(self, by_name, expected: dict, found: dict) -> None:
         for name in sorted(set(expected) | set(found)):
             if expected.get(name, set()) != found.get(name, set()):
@@ -309,7 +326,8 @@ def run_batch(spark, cases: list[Case]) -> list[str]:
         batch.build()
         for side in ("src", "dest"):
             batch.play(side, {t.name: getattr(t.case, side) for t in batch.tracked})
-        batch.merge_and_check()
+        if batch.merge_and_check():
+            batch.merge_back_and_check()
         return batch.problems
     finally:
         batch.close()

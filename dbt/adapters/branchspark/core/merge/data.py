@@ -140,8 +140,12 @@ class DataMerger:
         return self.reader.read(partial, with_row_ids=True)
 
     def _deleted_rows(self, inputs: TableInputs, state: TableState, changes: ObjectChanges) -> DataFrame | None:
-        """Images and identities of every row a side's tombstones deleted since the base."""
-        tombstones = self.lookup.tombstone_infos(list(dict.fromkeys(changes.tombstones_added)))
+        """Images and identities of every row a side's tombstones deleted since the base. A tombstone the base
+        holds too is none of them, though the side's commits added it: a merge of the base's own changes
+        into the side (merging back) brought it."""
+        in_base = set(inputs.base.tombstones)
+        tombstones = self.lookup.tombstone_infos([t for t in dict.fromkeys(changes.tombstones_added)
+                                                  if t not in in_base])
         if not tombstones:
             return None
         return self.reader.read_tombstones(state.evolve(primary_key=inputs.primary_key), tombstones,
@@ -359,7 +363,8 @@ class DataMerger:
             doomed = doomed.join(spared, IDENTITY, "left_anti").unionByName(more)
         else:
             doomed = more
-        return doomed.dropDuplicates(IDENTITY)
+        return _without_churn(doomed.dropDuplicates(IDENTITY), src_new.select(*_tombstone_columns(inputs)), columns,
+                              src_added)
 
     def _prev_identity(self, updates: list[SegmentInfo]) -> DataFrame:
         """(identity, identity of the row it replaced) for the rows of update segments."""
@@ -670,6 +675,29 @@ def src_rows_may_come_back(src_changes: ObjectChanges, base_schema: Schema, src_
     drops. Shared as they are, the merge commit would list it as deleted and inserted (SPEC 4: no change)."""
     return src_changes.row_commits > 1 or any(
         merged_schema.source_of(c) is None for c in base_schema.columns + src_schema.columns)
+
+
+def _without_churn(doomed: DataFrame, src_new: DataFrame, columns: list[str], src_groups: set[str]) -> DataFrame:
+    """`doomed` less the rows on dest it deletes that an identical row of src's the merge adds replaces (SPEC 4:
+    a row that did not change is not a change): that dest row stays, and the src row is tombstoned with the
+    merge instead, so the merge commit lists neither. Counts per distinct row stay as decided."""
+    # Materialized (change-sized) first: joined straight to `doomed`, Spark would infer the segment scan's
+    # deleted-row filter onto the tombstone scans `doomed` reads, where it cannot run.
+    kept = src_new.localCheckpoint().join(doomed.select(*IDENTITY), IDENTITY, "left_anti")
+    from_src = F.substring_index(F.col(ROW_FILE), "/", 1).isin(sorted(src_groups)) if src_groups else F.lit(False)
+    rows = (doomed.withColumn("_bs_tag", F.when(from_src, "src").otherwise("dest"))
+            .unionByName(kept.withColumn("_bs_tag", F.lit("add"))))
+    values = comparable_columns(rows.schema, columns)
+    if values is None:
+        return doomed
+    tag = F.col("_bs_tag")
+    per_row = Window.partitionBy(*values)
+    pairs = F.least(F.sum((tag == "dest").cast("long")).over(per_row), F.sum((tag == "add").cast("long")).over(per_row))
+    rows = rows.withColumn("_bs_paired", F.row_number().over(Window.partitionBy(*values, "_bs_tag")
+                                                             .orderBy(*IDENTITY)) <= pairs)
+    paired = F.col("_bs_paired")
+    return rows.filter((tag == "src") | ((tag == "dest") & ~paired) | ((tag == "add") & paired)).drop("_bs_tag",
+                                                                                                      "_bs_paired")
 
 
 def _tombstone_columns(inputs: TableInputs) -> list[str]:

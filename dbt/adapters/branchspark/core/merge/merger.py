@@ -360,7 +360,7 @@ class ThreeWayMerge:
         # row src changed is the same in the merged columns (then it must not be listed as changed).
         inputs = TableInputs(name, base, src, dest, src_changes, dest_changes, merged_schema, primary_key)
         merger = DataMerger(TableReader(self.lakehouse.spark, self.lakehouse.warehouse, self.ns), self.ns)
-        as_src = not (keyed and src_rows_may_come_back(src_changes, base_schema, src_schema, merged_schema)
+        as_src = not (by_count or keyed and src_rows_may_come_back(src_changes, base_schema, src_schema, merged_schema)
                       and merger.src_rows_come_back(inputs))
         if src_dml and not dest_changes.ops & set(TABLE_DML) and as_src:
             state = state.evolve(segments=src.segments, tombstones=src.tombstones)

@@ -65,6 +65,16 @@ public final class DeletedRowExpression extends Expression implements Serializab
     return DataTypes.BooleanType;
   }
 
+  /**
+   * Not deterministic: the answer depends on the file the task is reading, not on the position alone.
+   * Declared so, Catalyst never infers this filter onto the other side of a join on the position
+   * (a tombstone scan, where there is no segment file to test against).
+   */
+  @Override
+  public boolean deterministic() {
+    return false;
+  }
+
   @Override
   public boolean nullable() {
     return false;  // a missing position is an error, not an unknown
