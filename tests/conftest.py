@@ -86,6 +86,8 @@ SLOWEST_FIRST = [
     "tests/core/test_crash_and_gc.py[postgresql]",
     "tests/core/test_crash_and_gc.py[sqlite]",
     "tests/engine/test_engine.py",
+    "tests/model/test_engine_against_model.py",
+    "tests/model/test_compaction_metamorphic.py",
     "tests/core/test_merge_matrix.py[postgresql]",
     "tests/core/test_merge_matrix.py[sqlite]",
     "tests/functional/test_run_landing.py",

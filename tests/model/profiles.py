@@ -2,6 +2,7 @@
 
 - `ci` (default): 10 batches of 30 tables per table kind = 300 cases per kind, derandomized (the same
   cases every run, so a failure reproduces by running the test again);
+- `quick` (what `make test` runs): the first 2 of those batches, 60 cases per kind, in about two minutes;
 - `long` (`make test-model-long`): 170 batches of 30 = 5,100 cases per kind, random; hypothesis prints
   the seed and a `@reproduce_failure` blob of a failing batch;
 - `smoke`: one batch of 8, for a quick look.
@@ -16,11 +17,14 @@ import os
 from hypothesis import HealthCheck, Phase, settings
 
 PROFILE = os.environ.get("BRANCHSPARK_MODEL_PROFILE", "ci")
-EXAMPLES, BATCH_SIZE = {"smoke": (1, 8), "ci": (10, 30), "long": (170, 30)}[PROFILE]
+EXAMPLES, BATCH_SIZE = {"smoke": (1, 8), "quick": (2, 30), "ci": (10, 30), "long": (170, 30)}[PROFILE]
 # the metamorphic test's batches (of BATCH_SIZE // 2 pairs): fewer, as the model test covers compaction too
-PAIR_EXAMPLES = {"smoke": 1, "ci": 2, "long": 40}[PROFILE]
+PAIR_EXAMPLES = {"smoke": 1, "quick": 2, "ci": 2, "long": 40}[PROFILE]
 BATCH_SIZE = int(os.environ.get("BRANCHSPARK_MODEL_BATCH", BATCH_SIZE))
 SHRINK = bool(os.environ.get("BRANCHSPARK_MODEL_SHRINK"))
+# Merging dest back into src after the checked merge (driver.merge_back_and_check) still finds mismatches
+# (issue 19, open: README's Status lists them), so it runs only when asked for.
+MERGE_BACK = bool(os.environ.get("BRANCHSPARK_MODEL_MERGE_BACK"))
 MIN_BATCH = 1 if SHRINK else BATCH_SIZE  # full batches unless shrinking, so the case count is known
 MIN_CASES = EXAMPLES * BATCH_SIZE
 
