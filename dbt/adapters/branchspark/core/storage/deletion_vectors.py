@@ -227,9 +227,6 @@ def without_deleted(scan: DataFrame, position: Column, vectors: bytes) -> DataFr
     """`scan` (a plain Parquet scan of segment files, nothing between) minus the rows `vectors` delete;
     `position` is the scan's row index (`_metadata.row_index`, or the ROW_INDEX column of its schema)."""
     deleted: Column = F.call_function(FUNCTION, position, F.lit(vectors))
-    if _mode(scan.sparkSession) == _UDF:
-        # The answer depends on the file the task reads, which a Java UDF cannot declare (our expression
-        # does): behind input_file_name(), nondeterministic, Catalyst never infers the filter onto the
-        # other side of a join on the position (a tombstone scan, with no segment file to test against).
-        return scan.where(F.when(F.input_file_name().isNotNull(), ~deleted))
+    # The expression declares itself nondeterministic (it reads the task's input file), so Catalyst never
+    # infers it onto the other side of a join on the position; the Java UDF cannot say so (open: README).
     return scan.where(~deleted)
