@@ -398,7 +398,7 @@ class DataMerger:
             parts.append(_tagged(live, keys, row_columns, side, "row", ROW_SEQ, F.lit(False)))
             if gone is not None:
                 # A deleted image of a row older than both sides' writes is the base row of its key, unless
-                # the base itself deleted that row in a tombstone this side lacks (see _base_only_rows).
+                # the base itself deleted that row in a tombstone this side lacks (_marked_dead_in_base).
                 older = ~self._origin().isin(sorted(written)) if written else F.lit(True)
                 gone, dead_in_base = self._marked_dead_in_base(inputs, state, gone)
                 parts.append(_tagged(gone, keys, row_columns, side, "gone", TOMB_SEQ, older & ~dead_in_base))
@@ -681,8 +681,9 @@ def _without_churn(doomed: DataFrame, src_new: DataFrame, columns: list[str], sr
     """`doomed` less the rows on dest it deletes that an identical row of src's the merge adds replaces (SPEC 4:
     a row that did not change is not a change): that dest row stays, and the src row is tombstoned with the
     merge instead, so the merge commit lists neither. Counts per distinct row stay as decided."""
-    # Materialized (change-sized) first: joined straight to `doomed`, Spark would infer the segment scan's
-    # deleted-row filter onto the tombstone scans `doomed` reads, where it cannot run.
+    # Materialized (change-sized) first, so the join below plans over src's few new rows alone. (What kept
+    # Spark from inferring the segment scan's deleted-row filter onto tombstone scans is the expression
+    # declaring itself nondeterministic: storage/jvm/DeletedRowExpression.java.)
     kept = src_new.localCheckpoint().join(doomed.select(*IDENTITY), IDENTITY, "left_anti")
     from_src = F.substring_index(F.col(ROW_FILE), "/", 1).isin(sorted(src_groups)) if src_groups else F.lit(False)
     rows = (doomed.withColumn("_bs_tag", F.when(from_src, "src").otherwise("dest"))
