@@ -407,3 +407,99 @@ def test_merging_back_does_not_take_the_base_s_own_tombstones_for_dest_changes(l
     assert rows(lh.read("shop.k3", "dest")) == expected
     lh.merge("dest", "src")
     assert rows(lh.read("shop.k3", "src")) == expected
+
+
+# ------------------------------------------------- partition overwrites (SPEC 2, 3.3, 4)
+DAILY = "id bigint, status string, day string"
+
+
+@pytest.fixture
+def daily(lh, spark):
+    """main: shop.daily (id, status, day) partitioned by day, no key: ids 1..3 on mon, 4..6 on tue;
+    branches a and b."""
+    with lh.transaction("main") as tx:
+        tx.create_database("shop")
+        tx.create_table_as("shop.daily", spark.createDataFrame(
+            [(i, "placed", "mon" if i <= 3 else "tue") for i in range(1, 7)], DAILY), partition_by=["day"])
+    lh.create_branch("a")
+    lh.create_branch("b")
+    return "shop.daily"
+
+
+def test_partition_overwrite_changing_k_rows_reports_k_deletes_and_k_inserts(lh, spark, daily):
+    """An insert_overwrite of a partition is an overwrite of that partition: its changes are the rows it
+    removed and added there, not the whole old and new partition."""
+    before = lh.store.get_branch("main").head
+    lh.branch("main").overwrite(daily, spark.createDataFrame(
+        [(1, "placed", "mon"), (2, "shipped", "mon"), (3, "placed", "mon")], DAILY), partitions="dynamic")
+    assert changes_of_last_commit(lh, daily, before) == ([(2, "placed", "mon")], [(2, "shipped", "mon")])
+    assert_feed_replays(lh, daily, before)
+
+
+def test_partition_overwrite_with_the_same_rows_writes_nothing(lh, spark, daily):
+    head = lh.store.get_branch("main").head
+    lh.branch("main").overwrite(daily, spark.createDataFrame(
+        [(3, "placed", "mon"), (1, "placed", "mon"), (2, "placed", "mon")], DAILY), partitions={"day": ["mon"]})
+    assert lh.store.get_branch("main").head == head
+
+
+def test_partition_overwrites_on_two_branches_merge_by_rows(lh, spark, daily):
+    """Two pull requests each rebuild partition mon changing a different row: merged one after the other,
+    the second keeps the first's row (no last-writer-wins on partitions either)."""
+    lh.branch("a").overwrite(daily, spark.createDataFrame(
+        [(1, "shipped", "mon"), (2, "placed", "mon"), (3, "placed", "mon")], DAILY), partitions="dynamic")
+    lh.branch("b").overwrite(daily, spark.createDataFrame(
+        [(1, "placed", "mon"), (2, "placed", "mon"), (3, "returned", "mon")], DAILY), partitions={"day": ["mon"]})
+    lh.branch("b").insert(daily, spark.createDataFrame([(7, "placed", "tue")], DAILY))
+    lh.merge("a", "main")
+    before = lh.store.get_branch("main").head
+    lh.merge("b", "main")
+    assert rows(lh.read(daily, "main")) == [(1, "shipped", "mon"), (2, "placed", "mon"), (3, "returned", "mon"),
+                                            (4, "placed", "tue"), (5, "placed", "tue"), (6, "placed", "tue"),
+                                            (7, "placed", "tue")]
+    assert changes_of_last_commit(lh, daily, before) == ([(3, "placed", "mon")],
+                                                         [(3, "returned", "mon"), (7, "placed", "tue")])
+    assert_feed_replays(lh, daily, before)
+
+
+def test_keyed_partition_overwrites_on_two_branches_merge_by_key(lh, spark):
+    with lh.transaction("main") as tx:
+        tx.create_database("shop")
+        tx.create_table_as("shop.kd", spark.createDataFrame(
+            [(i, "placed", "mon" if i <= 3 else "tue") for i in range(1, 7)], DAILY),
+            partition_by=["day"], primary_key=["id"])
+    lh.create_branch("src")
+    lh.create_branch("dest")
+    lh.branch("src").overwrite("shop.kd", spark.createDataFrame(
+        [(1, "shipped", "mon"), (2, "placed", "mon"), (3, "placed", "mon")], DAILY), partitions="dynamic")
+    lh.branch("dest").update("shop.kd", "id = 2", {"status": "'returned'"})
+    lh.branch("dest").overwrite("shop.kd", spark.createDataFrame(
+        [(4, "placed", "tue"), (5, "lost", "tue")], DAILY), partitions="dynamic")
+    result = lh.merge("src", "dest")
+    assert result.status == "merged" and not result.resolved
+    assert rows(lh.read("shop.kd", "dest")) == [(1, "shipped", "mon"), (2, "returned", "mon"), (3, "placed", "mon"),
+                                                (4, "placed", "tue"), (5, "lost", "tue")]
+
+
+def test_a4_src_update_of_a_row_dest_partition_overwrite_removed_is_dropped(lh, spark, daily):
+    lh.branch("a").update(daily, "id in (1, 4)", {"status": "'shipped'"})
+    lh.branch("b").overwrite(daily, spark.createDataFrame([(2, "placed", "mon"), (3, "placed", "mon")], DAILY),
+                             partitions={"day": ["mon"]})
+    lh.merge("a", "b")
+    assert rows(lh.read(daily, "b")) == [(2, "placed", "mon"), (3, "placed", "mon"), (4, "shipped", "tue"),
+                                         (5, "placed", "tue"), (6, "placed", "tue")]
+
+
+def test_partition_overwrite_compares_rows_written_before_the_table_was_partitioned(lh, spark):
+    with lh.transaction("main") as tx:
+        tx.create_database("shop")
+        tx.create_table_as("shop.late", spark.createDataFrame(
+            [(1, "placed", "mon"), (2, "placed", "mon"), (4, "placed", "tue")], DAILY))
+        tx.set_partitioning("shop.late", ["day"])
+    lh.branch("main").insert("shop.late", spark.createDataFrame([(3, "placed", "mon")], DAILY))
+    before = lh.store.get_branch("main").head
+    lh.branch("main").overwrite("shop.late", spark.createDataFrame(
+        [(1, "placed", "mon"), (2, "shipped", "mon"), (3, "placed", "mon")], DAILY), partitions={"day": ["mon"]})
+    assert changes_of_last_commit(lh, "shop.late", before) == ([(2, "placed", "mon")], [(2, "shipped", "mon")])
+    assert rows(lh.read("shop.late", "main")) == [(1, "placed", "mon"), (2, "shipped", "mon"), (3, "placed", "mon"),
+                                                  (4, "placed", "tue")]

@@ -29,7 +29,7 @@ from .catalog.state import Column, CommitInfo, DatabaseState, OpInfo, Schema, Ta
 from .context import WriteContext
 from .storage.difference import NEW, OLD, SIDE, difference, differs
 from .storage.layout import SEGMENT_COLUMN
-from .storage.reader import PREV_FILE, PREV_POS, ROW_FILE, ROW_POS, TableReader, quote, segment_group
+from .storage.reader import PREV_FILE, PREV_POS, ROW_FILE, ROW_POS, TableReader, quote
 from .storage.writer import TombstoneSummary, first_written_in
 from .write_dependencies import TrackingNamespace, TrackingReader
 
@@ -699,10 +699,8 @@ class Transaction:
         rows = self.conform(name, state, df)
         if partitions is None:
             self._overwrite_whole(name, state, rows, key_checked)
-            return
-        self._check_rows(name, state, self._schema(state), rows, list(state.primary_key), "primary key", False,
-                         key_checked)
-        self._overwrite_partitions(name, state, rows, partitions)
+        else:
+            self._overwrite_partitions(name, state, rows, partitions, key_checked)
 
     def _overwrite_whole(self, name: str, state: TableState, rows: DataFrame, key_checked: bool) -> None:
         """Replace every row, recorded as what the overwrite changed (SPEC 3.3, 4): a tombstone of the rows it
@@ -748,58 +746,70 @@ class Transaction:
         self._record("table", state.id, name, op, seq=seq, segments_added=[s.id for s in segments],
                      segments_removed=list(state.segments), tombstones_removed=list(state.tombstones))
 
-    def _overwrite_partitions(self, name: str, state: TableState, rows: DataFrame, partitions) -> None:
+    def _overwrite_partitions(self, name: str, state: TableState, rows: DataFrame, partitions,
+                              key_checked: bool) -> None:
+        """Replace the rows of some partitions, recorded as what that changed (SPEC 2, 3.3, 4), as a whole
+        overwrite is: only the rows of those partitions are compared, so the cost follows the partitions."""
+        columns, wanted = self._wanted_partitions(name, state, rows, partitions)
+        seq = self._seq()
+        staged, written = self._write_checked(name, state, rows, seq, "data", key=state.primary_key,
+                                              key_checked=key_checked)
+        if partitions != "dynamic":
+            self._discarding(staged, lambda: self._check_inside(name, written, columns, wanted, partitions))
+        if not wanted:
+            self.lakehouse.writer.discard_segments(staged)
+            return  # no partition named and no row: nothing changed
+        segments = self.ns.segment_infos(state.segments)
+        wanted_set = set(wanted)
+        inside = [s for s in segments if tuple(s.partition_by[:len(columns)]) == tuple(columns)
+                  and tuple(s.partition_values.get(c) for c in columns) in wanted_set]
+        inside_ids = {s.id for s in inside}
+        # Segments written before the table was partitioned this way hold rows of any partition.
+        mixed = [s for s in segments if s.id not in inside_ids and tuple(s.partition_by) != tuple(state.partition_by)]
+        old = self.reader.read(state.evolve(segments=tuple(s.id for s in inside)), with_row_ids=True)
+        if mixed:
+            old = old.unionByName(self.reader.read(state.evolve(segments=tuple(s.id for s in mixed)),
+                                                   with_row_ids=True).filter(_in_partitions(columns, wanted)))
+        changed = self._write_difference(state, old, written, staged, seq) if inside or mixed else (staged, None)
+        if changed is None:  # values that cannot be compared: the old rows are deleted, the new ones added
+            changed = staged, self._discarding(staged, lambda: self._tombstone(name, state, old, seq))
+        new_segments, tombstone = changed
+        if not new_segments and tombstone is None:
+            return  # the same rows: nothing changed
+        self.ns.add_segments(new_segments)
+        self.ns.put_table(state.evolve(segments=state.segments + tuple(s.id for s in new_segments),
+                                       tombstones=state.tombstones + ((tombstone.id,) if tombstone else ())))
+        self._record("table", state.id, name, "overwrite", seq=seq, difference=True,
+                     partitions=[list(w) for w in wanted], partition_columns=columns,
+                     segments_added=[s.id for s in new_segments],
+                     tombstones_added=[tombstone.id] if tombstone else [],
+                     segments_touched=first_written_in(tombstone) if tombstone else [],
+                     rows=tombstone.row_count if tombstone else 0)
+
+    def _wanted_partitions(self, name: str, state: TableState, rows: DataFrame, partitions):
+        """(partition columns, the partitions to replace as tuples of their values as strings)."""
         if not state.partition_by:
             raise errors.InvalidArgument(f"table '{name}' is not partitioned: overwrite it whole, or set its "
                                          f"partitioning first")
         columns = list(state.partition_by)
         if partitions == "dynamic":
             # One row per partition present in the new data: metadata-sized.
-            wanted = [tuple(None if r[c] is None else str(r[c]) for c in columns)
-                      for r in rows.select(*[quote(c) for c in columns]).distinct().collect()]
-        else:
-            unknown = [c for c in partitions if c not in columns]
-            if unknown or len(partitions) != 1 and set(partitions) != set(columns):
-                raise errors.InvalidArgument(f"partitions {partitions} do not match the partitioning {columns} "
-                                             f"of '{name}'")
-            keys = [c for c in columns if c in partitions]
-            wanted = [tuple(str(v) if v is not None else None for v in combo)
+            return columns, [_partition_value(r, columns)
+                             for r in rows.select(*[quote(c) for c in columns]).distinct().collect()]
+        unknown = [c for c in partitions if c not in columns]
+        if unknown or len(partitions) != 1 and set(partitions) != set(columns):
+            raise errors.InvalidArgument(f"partitions {partitions} do not match the partitioning {columns} "
+                                         f"of '{name}'")
+        keys = [c for c in columns if c in partitions]
+        return keys, [tuple(str(v) if v is not None else None for v in combo)
                       for combo in itertools.product(*[partitions[c] for c in keys])]
-            columns = keys
-        wanted_set = set(wanted)
-        segments = self.ns.segment_infos(state.segments)
-        dropped = [s for s in segments if tuple(s.partition_by[:len(columns)]) == tuple(columns)
-                   and tuple(s.partition_values.get(c) for c in columns) in wanted_set]
-        dropped_ids = {s.id for s in dropped}
-        keep = tuple(s.id for s in segments if s.id not in dropped_ids)
-        seq = self._seq()
-        tombstone = None
-        stale = [s for s in segments if s.id not in dropped_ids and tuple(s.partition_by) != tuple(state.partition_by)]
-        if stale and wanted:
-            # Rows written before the table was partitioned this way: delete them row by row.
-            predicate = " OR ".join("(" + " AND ".join(
-                f"{quote(c)} IS NULL" if v is None else f"CAST({quote(c)} AS STRING) = '{v.replace(chr(39), chr(92) + chr(39))}'"
-                for c, v in zip(columns, value)) + ")" for value in wanted)
-            tombstone = self._tombstone(name, state, self._filtered(name, state, predicate), seq)
-        if partitions != "dynamic":
-            present = rows.select(*[quote(c) for c in columns]).distinct().collect()
-            outside = [r for r in present if tuple(None if r[c] is None else str(r[c]) for c in columns)
-                       not in wanted_set]
-            if outside:
-                raise errors.InvalidArgument(f"the data has rows outside partitions {partitions} of '{name}': "
-                                             f"nothing was written")
-        new_segments = self.lakehouse.writer.write_segments(state, self._schema(state), rows, seq, "data",
-                                                            fault=self.lakehouse.fault)
-        self.ns.add_segments(new_segments)
-        live_targets = {s.id for s in segments if s.id not in dropped_ids}
-        tombstones = tuple(t.id for t in self.ns.tombstone_infos(state.tombstones)
-                           if state.primary_key or _targets_any(t, segments, live_targets))
-        tombstones += (tombstone.id,) if tombstone else ()
-        self.ns.put_table(state.evolve(segments=keep + tuple(s.id for s in new_segments), tombstones=tombstones))
-        self._record("table", state.id, name, "overwrite", seq=seq, partitions=[list(w) for w in wanted],
-                     partition_columns=columns, segments_added=[s.id for s in new_segments],
-                     segments_removed=sorted(dropped_ids),
-                     tombstones_added=[tombstone.id] if tombstone else [])
+
+    @staticmethod
+    def _check_inside(name: str, written: DataFrame, columns: list[str], wanted: list[tuple], partitions) -> None:
+        present = written.select(*[quote(c) for c in columns]).distinct().collect()
+        if any(_partition_value(r, columns) not in set(wanted) for r in present):
+            raise errors.InvalidArgument(f"the data has rows outside partitions {partitions} of '{name}': "
+                                         f"nothing was written")
 
     def compact(self, name: str) -> None:
         """Rewrite live rows into fresh segments and fold tombstones in; reads return the same rows."""
@@ -848,9 +858,20 @@ class Transaction:
                                            if s not in restored.segments])
 
 
-def _targets_any(tombstone, segments, live_ids) -> bool:
-    live_groups = {segment_group(s) for s in segments if s.id in live_ids}
-    return any(group in live_groups for group in tombstone.target_segments)
+def _partition_value(row, columns: list[str]) -> tuple:
+    return tuple(None if row[c] is None else str(row[c]) for c in columns)
+
+
+def _in_partitions(columns: list[str], wanted: list[tuple]):
+    """Rows whose partition columns, as strings, are one of `wanted`."""
+    condition = F.lit(False)
+    for value in wanted:
+        match = F.lit(True)
+        for column, v in zip(columns, value):
+            cell = F.col(quote(column))
+            match = match & (cell.isNull() if v is None else cell.cast("string") == F.lit(v))
+        condition = condition | match
+    return condition
 
 
 def _first_line(exc: Exception) -> str:
