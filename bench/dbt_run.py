@@ -1,6 +1,6 @@
 """The sample dbt project on branchspark against plain dbt-spark (parquet), in one run.
 
-    python bench/dbt_run.py [--repeats 3] [--per-node] [--keep]
+    python bench/dbt_run.py [--repeats 3] [--per-node] [--keep] [--baseline REV]
 
 Each side gets its own copy of `sample_project/` in a scratch dir, its own profiles.yml there,
 and its own worker process (working directory = the scratch dir, so dbt-spark's Derby metastore
@@ -23,7 +23,10 @@ An untimed first cycle per side pays the JVM start, Derby's metastore creation a
 warm-up; then `--repeats` timed cycles, alternating which side goes first so that both share
 the machine's noise, and the report shows medians of each command and of their sum. The ratio
 branchspark / dbt-spark of the sum has a target of <= 1.15x. The script exits 0 whatever the
-ratios are. `--per-node` adds each node's execution_time (dbt's run_results.json) and the number of
+ratios are. `--baseline REV` adds a third side, branchspark as it was at git revision REV (its package
+from a `git archive` of REV, put first on the import path of that side's worker), with the same project
+copy and profile: the ratio branchspark / branchspark@REV says whether a change made runs slower,
+measured side by side in the same run. `--per-node` adds each node's execution_time (dbt's run_results.json) and the number of
 Spark jobs each command starts, to see where a difference comes from.
 
 Differences between the two copies of the project (the models' SQL is the same):
@@ -60,7 +63,6 @@ from common import report, scratch_dir
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLE = os.path.join(REPO, "sample_project")
-SIDES = ("branchspark", "dbt-spark")
 SELECT = ["--exclude", "tag:branchspark_only"]
 TIMED = ("dbt seed", "dbt run", "dbt run (incremental)")
 TARGET = 1.15
@@ -162,7 +164,7 @@ def setup_dbt_spark(side_dir: str) -> str:
 
 # -- the worker: one side, one process, one JVM --------------------------------------------------
 
-def worker(conn, side: str, side_dir: str, project: str, log_path: str) -> None:
+def worker(conn, side: str, side_dir: str, project: str, log_path: str, package_root: str | None = None) -> None:
     # dbt's and the JVM's output go to the side's log, the pipe carries the results
     log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     os.dup2(log, 1)
@@ -170,6 +172,12 @@ def worker(conn, side: str, side_dir: str, project: str, log_path: str) -> None:
     os.chdir(side_dir)
     os.environ.update(DBT_SEND_ANONYMOUS_USAGE_STATS="false", DO_NOT_TRACK="1", DBT_PROFILES_DIR=side_dir)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    if package_root:  # the baseline side: branchspark's package and macros of another revision come first
+        import dbt.adapters
+        import dbt.include
+
+        dbt.adapters.__path__.insert(0, os.path.join(package_root, "dbt", "adapters"))
+        dbt.include.__path__.insert(0, os.path.join(package_root, "dbt", "include"))
     from dbt.cli.main import dbtRunner
 
     runner = dbtRunner()
@@ -182,11 +190,14 @@ def worker(conn, side: str, side_dir: str, project: str, log_path: str) -> None:
             raise RuntimeError(f"dbt {' '.join(args)} failed on {side}: {result.exception or 'see log'}")
 
     def reset() -> None:
-        if side == "branchspark":
+        if side.startswith("branchspark"):
             # its own target path: a change of target throws away dbt's partial-parse state
             # (target/partial_parse.msgpack), and the timed commands would pay a full parse
             on_main = ["--target", "main", "--target-path", os.path.join(side_dir, "target-main")]
-            dbt("run-operation", "drop_branch", "--args", "{name: dev}", *on_main, check=False)
+            # force: dev holds the last cycle's unmerged commits, which the drop guard keeps otherwise; a
+            # baseline from before the guard knows no `force` and drops without it
+            for drop in ("{name: dev, force: true}", "{name: dev}"):
+                dbt("run-operation", "drop_branch", "--args", drop, *on_main, check=False)
             dbt("run-operation", "create_branch", "--args", "{name: dev, from: main}", *on_main)
         else:
             from pyspark import SparkContext
@@ -236,25 +247,44 @@ def worker(conn, side: str, side_dir: str, project: str, log_path: str) -> None:
 
 # -- the driver -----------------------------------------------------------------------------------
 
+def baseline_package(revision: str, root: str) -> str:
+    """The package (dbt/) as of git `revision`, unpacked below `root`; its directory."""
+    import subprocess
+    import tarfile
+
+    target = os.path.join(root, "baseline")
+    os.makedirs(target)
+    archive = os.path.join(root, "baseline.tar")
+    subprocess.run(["git", "-C", REPO, "archive", "--format=tar", "-o", archive, revision, "dbt"], check=True)
+    with tarfile.open(archive) as tar:
+        tar.extractall(target, filter="data")
+    return target
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=3, help="timed cycles per side (after one warm-up)")
     parser.add_argument("--per-node", action="store_true", help="also print per-node medians (run_results.json)")
     parser.add_argument("--keep", action="store_true", help="keep the scratch dir (kept anyway on failure)")
+    parser.add_argument("--baseline", metavar="REV", help="also run branchspark as of git revision REV")
     args = parser.parse_args()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
     root = scratch_dir("dbt")
     print(f"scratch dir {root}; load average {os.getloadavg()[0]:.2f} at start", flush=True)
+    sides = {"branchspark": (setup_branchspark, None), "dbt-spark": (setup_dbt_spark, None)}
+    if args.baseline:
+        sides[f"branchspark@{args.baseline}"] = (setup_branchspark, baseline_package(args.baseline, root))
     context = multiprocessing.get_context("spawn")
     workers = {}
-    for side, setup in zip(SIDES, (setup_branchspark, setup_dbt_spark)):
-        side_dir = os.path.join(root, side)
+    for side, (setup, package_root) in sides.items():
+        side_dir = os.path.join(root, re.sub(r"[^\w.-]", "_", side))  # a warehouse path is a URI: no ^ or ~
         os.makedirs(side_dir)
         project = setup(side_dir)
         parent_end, child_end = context.Pipe()
         log_path = os.path.join(side_dir, "dbt.log")
-        process = context.Process(target=worker, args=(child_end, side, side_dir, project, log_path), daemon=True)
+        process = context.Process(target=worker, args=(child_end, side, side_dir, project, log_path, package_root),
+                                  daemon=True)
         process.start()
         child_end.close()
         workers[side] = (process, parent_end, log_path)
@@ -273,14 +303,15 @@ def main() -> None:
             sys.exit(1)
         return payload
 
-    samples = {side: [] for side in SIDES}
+    samples = {side: [] for side in sides}
+    order = list(sides)
     try:
-        for side in SIDES:
+        for side in order:
             start = time.perf_counter()
             cycle(side)  # warm-up: JVM, metastore, JIT, dbt's partial parse file
             print(f"warm-up cycle of {side}: {time.perf_counter() - start:.1f} s", flush=True)
         for rep in range(args.repeats):
-            for side in (SIDES if rep % 2 == 0 else SIDES[::-1]):
+            for side in (order if rep % 2 == 0 else order[::-1]):
                 samples[side].append(cycle(side))
                 total = sum(samples[side][-1]["times"].values())
                 print(f"cycle {rep + 1}/{args.repeats} of {side}: {total:.1f} s", flush=True)
@@ -301,11 +332,20 @@ def main() -> None:
         bs, ds = median("branchspark", command), median("dbt-spark", command)
         rows += [(f"{command}: branchspark", bs), (f"{command}: dbt-spark", ds)]
         ratios.append((f"{command}: branchspark / dbt-spark", bs / ds, TARGET))
-    totals = {side: statistics.median(sum(s["times"].values()) for s in samples[side]) for side in SIDES}
+    totals = {side: statistics.median(sum(s["times"].values()) for s in samples[side]) for side in sides}
     rows += [("seed + run + incremental run: branchspark", totals["branchspark"]),
              ("seed + run + incremental run: dbt-spark", totals["dbt-spark"])]
     ratios.append(("seed + run + incremental run: branchspark / dbt-spark",
                    totals["branchspark"] / totals["dbt-spark"], TARGET))
+    if args.baseline:
+        base = f"branchspark@{args.baseline}"
+        for command in TIMED:
+            rows.append((f"{command}: {base}", median(base, command)))
+            ratios.append((f"{command}: branchspark / {base}", median("branchspark", command) / median(base, command),
+                           1.0))
+        total = statistics.median(sum(s["times"].values()) for s in samples[base])
+        rows.append((f"seed + run + incremental run: {base}", total))
+        ratios.append((f"seed + run + incremental run: branchspark / {base}", totals["branchspark"] / total, 1.0))
     report(f"sample dbt project, median of {args.repeats} cycles per side (dbt snapshot: not on dbt-spark parquet)",
            rows, ratios)
 
@@ -317,7 +357,7 @@ def main() -> None:
                           (f"{key} ds", median("dbt-spark", key, "nodes"))]
         report("per node, dbt's execution_time (bs = branchspark, ds = dbt-spark)", node_rows, [])
         print("  Spark jobs per command (median): " + "; ".join(
-            f"{command} bs {median('branchspark', command, 'jobs'):.0f} ds {median('dbt-spark', command, 'jobs'):.0f}"
+            f"{command} " + " ".join(f"{side} {median(side, command, 'jobs'):.0f}" for side in sides)
             for command in TIMED))
 
     print(f"\nload average {os.getloadavg()[0]:.2f} at end")

@@ -18,7 +18,7 @@ from dataclasses import replace
 from typing import Any
 
 from pyspark.errors import PySparkException
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -27,7 +27,7 @@ from .catalog.namespace import check_name, split_name
 from .catalog.schema_rules import check_widening, parse_type
 from .catalog.state import Column, CommitInfo, DatabaseState, OpInfo, Schema, TableInfo, TableState
 from .context import WriteContext
-from .storage.difference import NEW, OLD, SIDE, difference, differs
+from .storage.difference import NEW, OLD, SIDE, change_counts, counted_changes, difference, differs
 from .storage.layout import SEGMENT_COLUMN
 from .storage.reader import PREV_FILE, PREV_POS, ROW_FILE, ROW_POS, TableReader, quote
 from .storage.writer import TombstoneSummary, first_written_in
@@ -664,21 +664,17 @@ class Transaction:
             changed = difference(old, written, [c.name for c in schema.columns])
             if changed is None:
                 return None
-            changed = changed.localCheckpoint()  # change-sized: read by the counts and both writes
+            observed = Observation()
+            # Change-sized: read by both writes. Its job also counts what changed (observed metrics).
+            changed = changed.observe(observed, *change_counts()).localCheckpoint()
             try:
-                # One small row per touched data file (metadata): the tombstone needs no read-back.
-                stats = changed.groupBy(SIDE, SEGMENT_COLUMN, ROW_FILE).count().collect()
-                removed = [r for r in stats if r[SIDE] == OLD]
-                added = sum(r["count"] for r in stats if r[SIDE] == NEW)
+                summary, added = counted_changes(observed, changed)
                 tombstone = None
-                if removed:
-                    summary = TombstoneSummary(sum(r["count"] for r in removed),
-                                               frozenset(r[SEGMENT_COLUMN] for r in removed),
-                                               frozenset(r[ROW_FILE] for r in removed))
+                if summary.rows:
                     tombstone = writer.write_tombstone(state, schema, changed.filter(F.col(SIDE) == OLD), seq,
                                                        fault=fault, summary=summary)
                     self.ns.add_tombstone(tombstone)
-                if added and added == written.count():
+                if added and added == writer.row_count(staged):
                     return staged, tombstone
                 writer.discard_segments(staged)
                 segments = []

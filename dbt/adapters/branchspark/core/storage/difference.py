@@ -10,11 +10,13 @@ One shuffle on the rows' values, in Spark; the result holds only the changed row
 """
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.errors import PySparkException
+from pyspark.sql import Column, DataFrame, Observation, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from .layout import SEGMENT_COLUMN
+from .writer import TombstoneSummary
 from .reader import ROW_FILE, ROW_ID_COLUMNS, ROW_POS, quote
 
 SIDE = "_bs_side"  # 0: an old row the write removes; 1: a new row it adds
@@ -85,3 +87,28 @@ def difference(old: DataFrame, new: DataFrame, columns: list[str]) -> DataFrame 
     removed = (F.col(SIDE) == OLD) & (F.col(_RANK) > F.col(_NEW_COUNT))
     added = (F.col(SIDE) == NEW) & (F.col(_RANK) > 2 * F.col(_OLD_COUNT))
     return ranked.filter(removed | added).drop(_RANK, _OLD_COUNT, _NEW_COUNT)
+
+
+def change_counts() -> list[Column]:
+    """Metrics of a difference to observe while it is computed: the rows it removes, with the segments and
+    data files they live in (what a tombstone's summary needs), and the rows it adds."""
+    old = F.col(SIDE) == OLD
+    return [F.count(F.when(old, 1)).alias("removed"), F.count(F.when(~old, 1)).alias("added"),
+            F.collect_set(F.when(old, F.col(SEGMENT_COLUMN))).alias("segments"),
+            F.collect_set(F.when(old, F.col(ROW_FILE))).alias("files")]
+
+
+def counted_changes(observed: Observation, changed: DataFrame) -> tuple[TombstoneSummary, int]:
+    """(the removed rows' tombstone summary, the number of added rows) of a difference that was observed
+    with `change_counts` and has been computed once. Where no metrics came back (a Spark Connect server
+    that does not report them for a checkpoint), they are counted by one aggregation of `changed`."""
+    try:
+        metrics = observed.get
+    except PySparkException:
+        metrics = None
+    if metrics is None or metrics.get("removed") is None and metrics.get("added") is None:
+        metrics = (changed.agg(*change_counts()).collect() or [None])[0]
+        metrics = metrics.asDict() if metrics is not None else {}
+    summary = TombstoneSummary(int(metrics.get("removed") or 0), frozenset(metrics.get("segments") or ()),
+                               frozenset(metrics.get("files") or ()))
+    return summary, int(metrics.get("added") or 0)

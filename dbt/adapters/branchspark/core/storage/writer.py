@@ -61,6 +61,10 @@ class SegmentWriter:
                                         tuple(table.partition_by), values, tuple(sorted(names))))
         return segments
 
+    def row_count(self, segments: list[SegmentInfo]) -> int:
+        """The rows of segments this writer wrote (every file is listed in its segment)."""
+        return self.warehouse.parquet_rows(f"{s.path}/{name}" for s in segments for name in s.files)
+
     def discard_segments(self, segments: list[SegmentInfo]) -> None:
         """Delete the files of segments no commit references (a write whose checks failed)."""
         marker = f"/{SEGMENT_COLUMN}="
