@@ -350,11 +350,9 @@ def main() -> None:
            rows, ratios)
 
     if args.per_node:
-        keys = [k for k in samples["branchspark"][0]["nodes"] if k in samples["dbt-spark"][0]["nodes"]]
-        node_rows = []
-        for key in keys:
-            node_rows += [(f"{key} bs", median("branchspark", key, "nodes")),
-                          (f"{key} ds", median("dbt-spark", key, "nodes"))]
+        keys = [k for k in samples["branchspark"][0]["nodes"] if all(k in samples[side][0]["nodes"] for side in sides)]
+        short = {"branchspark": "bs", "dbt-spark": "ds"}
+        node_rows = [(f"{key} {short.get(side, side)}", median(side, key, "nodes")) for key in keys for side in sides]
         report("per node, dbt's execution_time (bs = branchspark, ds = dbt-spark)", node_rows, [])
         print("  Spark jobs per command (median): " + "; ".join(
             f"{command} " + " ".join(f"{side} {median(side, command, 'jobs'):.0f}" for side in sides)

@@ -15,6 +15,7 @@ import itertools
 import uuid
 from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from pyspark.errors import PySparkException
@@ -30,7 +31,7 @@ from .context import WriteContext
 from .storage.difference import NEW, OLD, SIDE, change_counts, counted_changes, difference, differs
 from .storage.layout import SEGMENT_COLUMN
 from .storage.reader import PREV_FILE, PREV_POS, ROW_FILE, ROW_POS, TableReader, quote
-from .storage.writer import TombstoneSummary, first_written_in
+from .storage.writer import first_written_in, side_by_side
 from .write_dependencies import TrackingNamespace, TrackingReader
 
 
@@ -669,20 +670,22 @@ class Transaction:
             changed = changed.observe(observed, *change_counts()).localCheckpoint()
             try:
                 summary, added = counted_changes(observed, changed)
-                tombstone = None
+                keep_staged = added and added == writer.row_count(staged)  # every new row is added
+                writes = {}
                 if summary.rows:
-                    tombstone = writer.write_tombstone(state, schema, changed.filter(F.col(SIDE) == OLD), seq,
-                                                       fault=fault, summary=summary)
+                    writes["tombstone"] = partial(writer.write_tombstone, state, schema,
+                                                  changed.filter(F.col(SIDE) == OLD), seq, fault=fault, summary=summary)
+                if added and not keep_staged:
+                    new_rows = changed.filter(F.col(SIDE) == NEW).select(*[quote(c.name) for c in schema.columns])
+                    writes["segments"] = partial(writer.write_segments, state, schema, new_rows, seq, "data", fault=fault)
+                done = side_by_side(writes)
+                tombstone = done.get("tombstone")
+                if tombstone is not None:
                     self.ns.add_tombstone(tombstone)
-                if added and added == writer.row_count(staged):
+                if keep_staged:
                     return staged, tombstone
                 writer.discard_segments(staged)
-                segments = []
-                if added:
-                    segments = writer.write_segments(
-                        state, schema, changed.filter(F.col(SIDE) == NEW).select(*[quote(c.name) for c in schema.columns]),
-                        seq, "data", fault=fault)
-                return segments, tombstone
+                return done.get("segments", []), tombstone
             finally:
                 changed.unpersist()
 

@@ -10,7 +10,6 @@ by compare-and-swap. A dry run stops after the plan.
 from __future__ import annotations
 
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 from collections.abc import Callable
@@ -20,7 +19,7 @@ from ..catalog.namespace import Namespace
 from ..catalog.state import Schema, TableState
 from ..context import WriteContext
 from ..storage.reader import TableReader
-from ..storage.writer import first_written_in
+from ..storage.writer import first_written_in, side_by_side
 from ..transaction import Transaction
 from .base import merge_base
 from .conflict_tables import schema_row
@@ -35,7 +34,6 @@ from .views import plan_views
 
 STRATEGIES = ("merge", "fast_forward", "auto", "interactive", "rebase")
 ON_CONFLICT = ("abort", "ours", "theirs", "pause")
-_PARALLEL_WRITES = 4  # Spark jobs writing a merge's files at once
 
 
 def three_way_merge(lakehouse: WriteContext, src: str | None, dest: str, policy: "ConflictPolicy", *,
@@ -472,10 +470,8 @@ class ThreeWayMerge:
         return self.tx.commit().id
 
     def _write_files(self, seq: int) -> dict:
-        """Every table's new segments and tombstone, {(table id, "rows" | "update" | "gone"): result}.
-
-        The writes are independent small Spark jobs, each mostly fixed cost (planning, task launch, the
-        output committer), so they run side by side; the catalog learns of them only at the commit."""
+        """Every table's new segments and tombstone, {(table id, "rows" | "update" | "gone"): result},
+        written side by side."""
         writer, fault = self.lakehouse.writer, self.lakehouse.fault
         jobs = {}
         for table_id, plan in self.tables.items():
@@ -492,11 +488,7 @@ class ThreeWayMerge:
             if data.doomed is not None:
                 jobs[(table_id, "gone")] = partial(writer.write_tombstone, state, schema, data.doomed, seq,
                                                    fault=fault, summary=data.doomed_summary)
-        if len(jobs) <= 1:
-            return {key: job() for key, job in jobs.items()}
-        with ThreadPoolExecutor(max_workers=min(len(jobs), _PARALLEL_WRITES)) as pool:
-            futures = {key: pool.submit(job) for key, job in jobs.items()}
-            return {key: future.result() for key, future in futures.items()}
+        return side_by_side(jobs)
 
 
 def _three_way(base, src, dest):

@@ -65,28 +65,36 @@ def comparable_columns(schema: T.StructType, names: list[str]) -> list[Column] |
     return None if any(c is None for c in columns) else columns
 
 
+def comparable_sql(name: str, data_type: T.DataType) -> str | None:
+    """`comparable` as SQL text (a plan built from text takes one JVM call per expression)."""
+    if isinstance(data_type, T.MapType):
+        if _orderable(data_type.keyType) and _orderable(data_type.valueType):
+            return f"array_sort(map_entries({quote(name)}))"
+        return None
+    return quote(name) if _orderable(data_type) else None
+
+
 def difference(old: DataFrame, new: DataFrame, columns: list[str]) -> DataFrame | None:
     """Rows of `old` (with row ids) and of `new` that the other lacks, as multisets of `columns`' values.
 
     Returns `columns`, the row-id columns (NULL on new rows) and SIDE; None when a column's type cannot
     be compared (a map nested in another type), so the caller replaces every row instead."""
-    values = comparable_columns(old.schema, columns)
-    if values is None:
+    schema = old.schema
+    values = [comparable_sql(c, schema[c].dataType) for c in columns]
+    if any(v is None for v in values):
         return None
-    ids = [F.col(c) for c in ROW_ID_COLUMNS]
-    missing = [F.lit(None).cast(old.schema[c].dataType).alias(c) for c in ROW_ID_COLUMNS]
-    rows = (old.select(*[quote(c) for c in columns], *ids, F.lit(OLD).alias(SIDE))
-            .unionByName(new.select(*[quote(c) for c in columns], *missing, F.lit(NEW).alias(SIDE))))
+    names = [quote(c) for c in columns]
+    missing = [f"CAST(NULL AS {schema[c].dataType.simpleString()}) AS {c}" for c in ROW_ID_COLUMNS]
+    rows = (old.selectExpr(*names, *ROW_ID_COLUMNS, f"{OLD} AS {SIDE}")
+            .unionByName(new.selectExpr(*names, *missing, f"{NEW} AS {SIDE}")))
     # Old rows rank first within each distinct row; the first new_n old rows and the first old_n new rows
     # pair up, the rest are the difference.
-    ordered = Window.partitionBy(*values).orderBy(SIDE, SEGMENT_COLUMN, ROW_FILE, ROW_POS)
-    whole = ordered.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
-    ranked = rows.select("*", F.row_number().over(ordered).alias(_RANK),
-                         F.sum(F.lit(1) - F.col(SIDE)).over(whole).alias(_OLD_COUNT),
-                         F.sum(F.col(SIDE)).over(whole).alias(_NEW_COUNT))
-    removed = (F.col(SIDE) == OLD) & (F.col(_RANK) > F.col(_NEW_COUNT))
-    added = (F.col(SIDE) == NEW) & (F.col(_RANK) > 2 * F.col(_OLD_COUNT))
-    return ranked.filter(removed | added).drop(_RANK, _OLD_COUNT, _NEW_COUNT)
+    each_row = f"PARTITION BY {', '.join(values)}"
+    ranked = rows.selectExpr(
+        "*", f"row_number() OVER ({each_row} ORDER BY {SIDE}, {SEGMENT_COLUMN}, {ROW_FILE}, {ROW_POS}) AS {_RANK}",
+        f"sum(1 - {SIDE}) OVER ({each_row}) AS {_OLD_COUNT}", f"sum({SIDE}) OVER ({each_row}) AS {_NEW_COUNT}")
+    return (ranked.where(f"({SIDE} = {OLD} AND {_RANK} > {_NEW_COUNT}) OR ({SIDE} = {NEW} AND {_RANK} > 2 * {_OLD_COUNT})")
+            .drop(_RANK, _OLD_COUNT, _NEW_COUNT))
 
 
 def change_counts() -> list[Column]:

@@ -6,6 +6,8 @@ that dies in between leaves only unreferenced files, which `gc` removes.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from urllib.parse import unquote
 
@@ -17,6 +19,7 @@ from .layout import SEGMENT_COLUMN, Warehouse
 from .reader import ROW_FILE, ROW_POS, ROW_SEQ, TOMB_SEQ
 
 _NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+_PARALLEL_WRITES = 4  # Spark jobs writing files at once
 
 
 @dataclass(frozen=True)
@@ -98,6 +101,17 @@ class SegmentWriter:
             return None
         return TombstoneInfo(uuid.uuid4().hex, table.id, relative, seq, schema.id, summary.rows,
                              tuple(sorted(summary.segments)), tuple(sorted(summary.files)))
+
+
+def side_by_side(writes: dict[object, Callable]) -> dict:
+    """Run independent writes, {key: write()}, at the same time. Each is a small Spark job of mostly fixed
+    cost (planning, task launch, the output committer), so running them together saves that wait; the
+    catalog learns of their files only at the commit, so a crash leaves unreferenced files only."""
+    if len(writes) <= 1:
+        return {key: write() for key, write in writes.items()}
+    with ThreadPoolExecutor(max_workers=min(len(writes), _PARALLEL_WRITES)) as pool:
+        futures = {key: pool.submit(write) for key, write in writes.items()}
+        return {key: future.result() for key, future in futures.items()}
 
 
 def first_written_in(tombstone: TombstoneInfo) -> list[str]:
