@@ -718,13 +718,17 @@ class Transaction:
             self._record("table", state.id, name, "overwrite", seq=seq, segments_added=[s.id for s in staged],
                          segments_removed=list(state.segments), tombstones_removed=list(state.tombstones))
             return
-        segments, tombstone = changed
+        self._commit_overwrite(name, state, seq, *changed)
+
+    def _commit_overwrite(self, name: str, state: TableState, seq: int, segments: list, tombstone, **detail) -> None:
+        """Add an overwrite's difference (new segments, a tombstone of removed rows) to the table; nothing
+        when it changed no row."""
         if not segments and tombstone is None:
             return  # the same rows: nothing changed
         self.ns.add_segments(segments)
         self.ns.put_table(state.evolve(segments=state.segments + tuple(s.id for s in segments),
                                        tombstones=state.tombstones + ((tombstone.id,) if tombstone else ())))
-        self._record("table", state.id, name, "overwrite", seq=seq, difference=True,
+        self._record("table", state.id, name, "overwrite", seq=seq, difference=True, **detail,
                      segments_added=[s.id for s in segments],
                      tombstones_added=[tombstone.id] if tombstone else [],
                      segments_touched=first_written_in(tombstone) if tombstone else [],
@@ -772,18 +776,8 @@ class Transaction:
         changed = self._write_difference(state, old, written, staged, seq) if inside or mixed else (staged, None)
         if changed is None:  # values that cannot be compared: the old rows are deleted, the new ones added
             changed = staged, self._discarding(staged, lambda: self._tombstone(name, state, old, seq))
-        new_segments, tombstone = changed
-        if not new_segments and tombstone is None:
-            return  # the same rows: nothing changed
-        self.ns.add_segments(new_segments)
-        self.ns.put_table(state.evolve(segments=state.segments + tuple(s.id for s in new_segments),
-                                       tombstones=state.tombstones + ((tombstone.id,) if tombstone else ())))
-        self._record("table", state.id, name, "overwrite", seq=seq, difference=True,
-                     partitions=[list(w) for w in wanted], partition_columns=columns,
-                     segments_added=[s.id for s in new_segments],
-                     tombstones_added=[tombstone.id] if tombstone else [],
-                     segments_touched=first_written_in(tombstone) if tombstone else [],
-                     rows=tombstone.row_count if tombstone else 0)
+        self._commit_overwrite(name, state, seq, *changed, partitions=[list(w) for w in wanted],
+                               partition_columns=columns)
 
     def _wanted_partitions(self, name: str, state: TableState, rows: DataFrame, partitions):
         """(partition columns, the partitions to replace as tuples of their values as strings)."""
