@@ -503,3 +503,19 @@ def test_partition_overwrite_compares_rows_written_before_the_table_was_partitio
     assert changes_of_last_commit(lh, "shop.late", before) == ([(2, "placed", "mon")], [(2, "shipped", "mon")])
     assert rows(lh.read("shop.late", "main")) == [(1, "placed", "mon"), (2, "shipped", "mon"), (3, "placed", "mon"),
                                                   (4, "placed", "tue")]
+
+
+def test_merging_back_after_a_count_merge_keeps_dest_rows(lh, spark, seed):
+    """Found by the model's merge-back check (keyless, overwrites on both sides): the merge's tombstone
+    named again a base row src had already deleted; merging back counted it as dest's deletion and paired
+    it with dest's identical new row, so src lost that row."""
+    lh.branch("main").insert(seed, orders(spark, (1, "placed")))  # base: row 1 twice
+    lh.create_branch("src2")
+    lh.create_branch("dest2")
+    lh.branch("src2").overwrite(seed, orders(spark, (1, "placed"), (2, "placed"), (2, "placed"), (3, "placed")))
+    lh.branch("dest2").overwrite(seed, orders(spark, (1, "placed"), (1, "placed"), (1, "placed"), (3, "placed")))
+    lh.merge("src2", "dest2")
+    expected = Counter({(1, "placed"): 2, (2, "placed"): 1, (3, "placed"): 1})
+    assert Counter(rows(lh.read(seed, "dest2"))) == expected
+    lh.merge("dest2", "src2")
+    assert Counter(rows(lh.read(seed, "src2"))) == expected

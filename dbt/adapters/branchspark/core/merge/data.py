@@ -148,8 +148,13 @@ class DataMerger:
                                                   if t not in in_base])
         if not tombstones:
             return None
-        return self.reader.read_tombstones(state.evolve(primary_key=inputs.primary_key), tombstones,
+        rows = self.reader.read_tombstones(state.evolve(primary_key=inputs.primary_key), tombstones,
                                            inputs.schema, with_image=True)
+        # A merge's tombstone can name a row the base had deleted already (merging back a branch that merged
+        # the base's own deletions): that row is no deletion of the side's. Only merges bring such tombstones.
+        merged = {g for t in tombstones if t.id in set(changes.merged_tombstones) for g in first_written_in(t)}
+        dead = self._dead_at_base(inputs, merged) if merged and not inputs.primary_key else None
+        return rows.join(dead, IDENTITY, "left_anti") if dead is not None else rows
 
     @staticmethod
     def _origin(column: str = ROW_FILE):
@@ -220,7 +225,7 @@ class DataMerger:
         sides = {"s": (inputs.src, inputs.src_changes), "d": (inputs.dest, inputs.dest_changes)}
         deleted = {side: self._deleted_rows(inputs, state, changes) for side, (state, changes) in sides.items()}
         base = contested_rows.base_rows({k: v for k, v in deleted.items() if v is not None}, columns, contested,
-                                        self._dead_at_base(inputs, contested))
+                                        self._dead_at_base(inputs, set().union(*contested.values())))
         base = base.localCheckpoint()  # change-sized, read by each step below
         images = {side: self._current_images(inputs, state, changes, base, columns, side)
                   for side, (state, changes) in sides.items()}
@@ -248,11 +253,10 @@ class DataMerger:
             plan.doomed = doomed
         plan.replacement_rows = replacements
 
-    def _dead_at_base(self, inputs: TableInputs, contested: dict[str, set[str]]) -> DataFrame | None:
-        """Identities of contested segments' rows the base had already deleted: a side's tombstone can name
-        one again (a merge of a branch that deleted it before the base). Only the base's tombstones of
-        those segments are read."""
-        segments = set().union(*contested.values())
+    def _dead_at_base(self, inputs: TableInputs, segments: set[str]) -> DataFrame | None:
+        """Identities of rows first written to `segments` that the base had already deleted: a side's tombstone
+        can name one again (a merge of a branch that deleted it before the base, merged back). Only the base's
+        tombstones of those segments are read."""
         earlier = [t for t in self.lookup.tombstone_infos(inputs.base.tombstones) if segments & set(first_written_in(t))]
         if not earlier:
             return None

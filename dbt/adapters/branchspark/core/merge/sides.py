@@ -28,6 +28,7 @@ class ObjectChanges:
     overwritten_partitions: list[dict] = field(default_factory=list)  # {columns, partitions} per partial overwrite
     whole_overwrite: bool = False  # an overwrite that replaced every segment (catalogs before overwrites by difference)
     overwrite_tombstones: list[str] = field(default_factory=list)  # the rows its overwrites removed (by difference)
+    merged_tombstones: list[str] = field(default_factory=list)  # tombstones its merge commits added
     row_commits: int = 0  # commits that changed its rows (a row changed and changed back needs two)
 
     @property
@@ -76,6 +77,8 @@ def side_since(store: CatalogStore, head: str, base: str) -> Side:
                 changes.row_commits += 1
             changes.segments_added += detail.get("segments_added", [])
             changes.tombstones_added += detail.get("tombstones_added", [])
+            if len(commit.parents) > 1:
+                changes.merged_tombstones += detail.get("tombstones_added", [])
             if op.op in ("update", "delete"):
                 changes.touched[op.op].update(detail.get("segments_touched", []))
             if op.op == "overwrite" and detail.get("difference"):
