@@ -55,7 +55,9 @@ import os
 import re
 import shutil
 import statistics
+import subprocess
 import sys
+import tarfile
 import time
 import traceback
 
@@ -249,9 +251,6 @@ def worker(conn, side: str, side_dir: str, project: str, log_path: str, package_
 
 def baseline_package(revision: str, root: str) -> str:
     """The package (dbt/) as of git `revision`, unpacked below `root`; its directory."""
-    import subprocess
-    import tarfile
-
     target = os.path.join(root, "baseline")
     os.makedirs(target)
     archive = os.path.join(root, "baseline.tar")
