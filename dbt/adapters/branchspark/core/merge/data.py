@@ -152,7 +152,8 @@ class DataMerger:
                                            inputs.schema, with_image=True)
         # A merge's tombstone can name a row the base had deleted already (merging back a branch that merged
         # the base's own deletions): that row is no deletion of the side's. Only merges bring such tombstones.
-        merged = {g for t in tombstones if t.id in set(changes.merged_tombstones) for g in first_written_in(t)}
+        by_merges = set(changes.merged_tombstones)
+        merged = {g for t in tombstones if t.id in by_merges for g in first_written_in(t)}
         dead = self._dead_at_base(inputs, merged) if merged and not inputs.primary_key else None
         return rows.join(dead, IDENTITY, "left_anti") if dead is not None else rows
 
