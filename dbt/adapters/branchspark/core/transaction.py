@@ -753,12 +753,11 @@ class Transaction:
                               key_checked: bool) -> None:
         """Replace the rows of some partitions, recorded as what that changed (SPEC 2, 3.3, 4), as a whole
         overwrite is: only the rows of those partitions are compared, so the cost follows the partitions."""
-        columns, wanted = self._wanted_partitions(name, state, rows, partitions)
         seq = self._seq()
         staged, written = self._write_checked(name, state, rows, seq, "data", key=state.primary_key,
                                               key_checked=key_checked)
-        if partitions != "dynamic":
-            self._discarding(staged, lambda: self._check_inside(name, written, columns, wanted, partitions))
+        # The staged segments (one per partition directory) name the partitions the rows fall in: metadata.
+        columns, wanted = self._discarding(staged, lambda: self._wanted_partitions(name, state, staged, partitions))
         if not wanted:
             self.lakehouse.writer.discard_segments(staged)
             return  # no partition named and no row: nothing changed
@@ -779,30 +778,28 @@ class Transaction:
         self._commit_overwrite(name, state, seq, *changed, partitions=[list(w) for w in wanted],
                                partition_columns=columns)
 
-    def _wanted_partitions(self, name: str, state: TableState, rows: DataFrame, partitions):
-        """(partition columns, the partitions to replace as tuples of their values as strings)."""
+    @staticmethod
+    def _wanted_partitions(name: str, state: TableState, staged: list, partitions):
+        """(partition columns, the partitions to replace as tuples of their values as strings): those the
+        `staged` rows fall in ("dynamic"), or those named, which must hold every staged row."""
         if not state.partition_by:
             raise errors.InvalidArgument(f"table '{name}' is not partitioned: overwrite it whole, or set its "
                                          f"partitioning first")
         columns = list(state.partition_by)
         if partitions == "dynamic":
-            # One row per partition present in the new data: metadata-sized.
-            return columns, [_partition_value(r, columns)
-                             for r in rows.select(*[quote(c) for c in columns]).distinct().collect()]
+            return columns, sorted({_partition_value(s.partition_values, columns) for s in staged},
+                                   key=lambda value: [(v is None, v or "") for v in value])
         unknown = [c for c in partitions if c not in columns]
         if unknown or len(partitions) != 1 and set(partitions) != set(columns):
             raise errors.InvalidArgument(f"partitions {partitions} do not match the partitioning {columns} "
                                          f"of '{name}'")
         keys = [c for c in columns if c in partitions]
-        return keys, [tuple(str(v) if v is not None else None for v in combo)
-                      for combo in itertools.product(*[partitions[c] for c in keys])]
-
-    @staticmethod
-    def _check_inside(name: str, written: DataFrame, columns: list[str], wanted: list[tuple], partitions) -> None:
-        present = written.select(*[quote(c) for c in columns]).distinct().collect()
-        if any(_partition_value(r, columns) not in set(wanted) for r in present):
+        wanted = [tuple(str(v) if v is not None else None for v in combo)
+                  for combo in itertools.product(*[partitions[c] for c in keys])]
+        if any(_partition_value(s.partition_values, keys) not in set(wanted) for s in staged):
             raise errors.InvalidArgument(f"the data has rows outside partitions {partitions} of '{name}': "
                                          f"nothing was written")
+        return keys, wanted
 
     def compact(self, name: str) -> None:
         """Rewrite live rows into fresh segments and fold tombstones in; reads return the same rows."""
@@ -851,8 +848,8 @@ class Transaction:
                                            if s not in restored.segments])
 
 
-def _partition_value(row, columns: list[str]) -> tuple:
-    return tuple(None if row[c] is None else str(row[c]) for c in columns)
+def _partition_value(values: dict, columns: list[str]) -> tuple:
+    return tuple(values.get(c) for c in columns)
 
 
 def _in_partitions(columns: list[str], wanted: list[tuple]):
