@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
@@ -48,9 +49,33 @@ def fault_from_env() -> Callable[[str], None] | None:
 
     def fault(point: str) -> None:
         if point == wanted:
+            # A crash takes the whole machine's work with it: the local JVM, a child process, would
+            # otherwise finish the writes other threads had started after this process is gone.
+            for child in _descendants(os.getpid()):
+                try:
+                    os.kill(child, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
             os.kill(os.getpid(), signal.SIGKILL)
 
     return fault
+
+
+def _descendants(pid: int) -> list[int]:
+    """The processes below `pid`, from /proc (Linux; none elsewhere)."""
+    parents: dict[int, list[int]] = {}
+    for entry in Path("/proc").glob("[0-9]*/stat") if Path("/proc").is_dir() else []:
+        try:
+            fields = entry.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents.setdefault(int(fields[1]), []).append(int(entry.parent.name))
+    found, waiting = [], [pid]
+    while waiting:
+        for child in parents.get(waiting.pop(), []):
+            found.append(child)
+            waiting.append(child)
+    return found
 
 
 def parse_time(value) -> datetime:
