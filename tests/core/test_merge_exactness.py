@@ -519,3 +519,26 @@ def test_merging_back_after_a_count_merge_keeps_dest_rows(lh, spark, seed):
     assert Counter(rows(lh.read(seed, "dest2"))) == expected
     lh.merge("dest2", "src2")
     assert Counter(rows(lh.read(seed, "src2"))) == expected
+
+
+def test_merging_back_keeps_a_row_the_merge_kept_in_place_of_the_base_deletion(lh, spark):
+    """Found by the model's merge-back check (keyless): src rebuilt row 1 with a new note, dest dropped the note
+    column, so src's deleted and new row 1 read alike and the merge kept dest's copy. Merged back, src lacks
+    nothing of dest's, but dest held that copy only by lacking src's tombstone: the merge took it for no change
+    and src lost row 1."""
+    with lh.transaction("main") as tx:
+        tx.create_database("shop")
+        tx.create_table_as("shop.notes", spark.createDataFrame([(1, "placed", "a"), (2, "placed", "b")],
+                                                                "id bigint, status string, note string"))
+    lh.create_branch("src")
+    lh.create_branch("dest")
+    lh.branch("src").overwrite("shop.notes", spark.createDataFrame([(1, "placed", "changed"), (2, "placed", "b")],
+                                                                    "id bigint, status string, note string"))
+    with lh.transaction("dest") as tx:
+        tx.drop_column("shop.notes", "note")
+    lh.merge("src", "dest")
+    expected = Counter({(1, "placed"): 1, (2, "placed"): 1})
+    assert Counter(rows(lh.read("shop.notes", "dest"))) == expected
+    lh.merge("dest", "src")
+    assert Counter(rows(lh.read("shop.notes", "src"))) == expected
+    assert Counter(rows(lh.read("shop.notes", "src"))) == Counter(rows(lh.read("shop.notes", "dest")))

@@ -24,7 +24,7 @@ dest it deletes exactly the base rows it deleted on src.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import reduce
+from functools import partial, reduce
 
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
@@ -94,6 +94,9 @@ class DataPlan:
     relation_values: list[str] = field(default_factory=list)
     # Keyless: merged rows a resolution or driver writes in place of contested rows, as update images.
     replacement_rows: DataFrame | None = None
+    # Keyless: src's rows that the base had deleted and src holds again (_revived_rows), written anew on dest:
+    # dest's tombstones still delete their old identities.
+    revived_rows: DataFrame | None = None
     # Counted while planning (keyed), so the write skips empty outputs and reads nothing back.
     new_rows_count: int | None = None
     doomed_summary: TombstoneSummary | None = None
@@ -209,8 +212,12 @@ class DataMerger:
             if stale is not None:
                 stale = stale.select(*_tombstone_columns(inputs))
                 doomed = stale if doomed is None else doomed.unionByName(stale)
+        revived = self._revived_rows(inputs, inputs.src, src, inputs.dest)
         if rows_merge_by_count(src, dest):
-            doomed = self._count_merge(inputs, src_added, doomed, stale, carried_groups)
+            doomed, revived = self._count_merge(inputs, src_added, doomed, stale, carried_groups, revived)
+        if revived is not None:
+            doomed, revived = _pair_off(doomed, revived, [c.name for c in inputs.schema.columns], src_added)
+            plan.revived_rows = revived.select(*[quote(c.name) for c in inputs.schema.columns])
         if doomed is not None:
             located = self._on_dest(plan.keep_segments + plan.add_segments, F.col(SEGMENT_COLUMN), F.col(ROW_FILE))
             doomed = doomed.withColumn(SEGMENT_COLUMN, located)
@@ -253,6 +260,23 @@ class DataMerger:
         else:
             plan.doomed = doomed
         plan.replacement_rows = replacements
+
+    def _revived_rows(self, inputs: TableInputs, state: TableState, changes: ObjectChanges,
+                      other: TableState) -> DataFrame | None:
+        """Rows live in `state` that the base had deleted, with identity: the side's inserts since the base.
+        A side lacks a base tombstone it did not fold in (compaction, whole overwrite) only when a merge gave it
+        a row in place of that deletion (the row had the same values as the other side's new one) and the
+        base's side is merged back. Rows live in `other` too are no change between the two. Metadata decides
+        that no such tombstone exists, the common case."""
+        held = set(state.tombstones) | changes.tombstones_removed
+        lacking = self.lookup.tombstone_infos([t for t in inputs.base.tombstones if t not in held])
+        if not lacking or inputs.primary_key:
+            return None
+        groups = {g for t in lacking for g in first_written_in(t)}
+        dead = self.reader.read_tombstones(inputs.base, lacking, inputs.schema).select(*IDENTITY)
+        rows = self._new_rows(inputs, state, groups).join(dead, IDENTITY, "left_semi")
+        elsewhere = self._new_rows(inputs, other, groups).select(*IDENTITY)
+        return rows.join(elsewhere, IDENTITY, "left_anti").select(*_tombstone_columns(inputs))
 
     def _dead_at_base(self, inputs: TableInputs, segments: set[str]) -> DataFrame | None:
         """Identities of rows first written to `segments` that the base had already deleted: a side's tombstone
@@ -304,13 +328,15 @@ class DataMerger:
         return live.join(stale.distinct(), IDENTITY, "left_semi")
 
     def _count_merge(self, inputs: TableInputs, src_added: set[str], doomed: DataFrame | None,
-                     stale: DataFrame | None, carried: set[str]) -> DataFrame | None:
+                     stale: DataFrame | None, carried: set[str], revived: DataFrame | None):
         """SPEC 3.3 on a keyless table an overwrite touched: rows have no identity across an overwrite, so each
         distinct row's count merges three-way. Per distinct row, src's net change ds (its live new rows less
         the base rows it deleted) and dest's dd: dest gains ds, except where dd == ds (the same change, taken
         once). The identity merge planned so far (src's new rows shared, src's deletions of rows still live
         on dest in `doomed`) is corrected to that: fewer of src's new rows, more or fewer deletions. Every
-        frame here holds only rows the sides wrote or deleted since the base."""
+        frame here holds only rows the sides wrote or deleted since the base. Rows a side holds again that the
+        base had deleted (`revived`, src's; dest's read here) count as its new rows; src's the merge does not
+        add are dropped from `revived`. Returns (doomed, revived)."""
         columns = [c.name for c in inputs.schema.columns]
         dest_added = self._added_groups(inputs, inputs.dest_changes)
         parts = []
@@ -320,6 +346,11 @@ class DataMerger:
         parts.append(src_new.select(*_tombstone_columns(inputs), F.lit("sa").alias("_bs_tag")))
         parts.append(self._new_rows(inputs, inputs.dest, dest_added).select(*_tombstone_columns(inputs),
                                                                              F.lit("da").alias("_bs_tag")))
+        dest_revived = self._revived_rows(inputs, inputs.dest, inputs.dest_changes, inputs.src)
+        if dest_revived is not None:
+            parts.append(dest_revived.withColumn("_bs_tag", F.lit("da")))
+        if revived is not None:
+            parts.append(revived.withColumn("_bs_tag", F.lit("sa")).withColumn("_bs_revived", F.lit(True)))
         deleted = {}
         for tag, state, changes, own in (("sd", inputs.src, inputs.src_changes, src_added),
                                          ("dd", inputs.dest, inputs.dest_changes, dest_added)):
@@ -337,10 +368,11 @@ class DataMerger:
                          .drop("_bs_dead"))
         if "dd" in deleted:
             parts.append(deleted["dd"].withColumn("_bs_tag", F.lit("dd")))
-        events = reduce(DataFrame.unionByName, parts)
+        events = reduce(partial(DataFrame.unionByName, allowMissingColumns=True), parts).fillna(False, ["_bs_revived"]) \
+            if revived is not None else reduce(DataFrame.unionByName, parts).withColumn("_bs_revived", F.lit(False))
         values = comparable_columns(events.schema, columns)
         if values is None:
-            return doomed  # values that cannot be compared: the identity merge stands
+            return doomed, revived  # values that cannot be compared: the identity merge stands
         per_row = Window.partitionBy(*values)
         per_tag = Window.partitionBy(*values, "_bs_tag").orderBy(*IDENTITY)
 
@@ -362,14 +394,16 @@ class DataMerger:
         # Too few: keep some of the base rows src deleted.
         kept = (tag == "sd") & (rank_c <= -excess_c)
         decided = decided.filter(unadd | extra | kept).localCheckpoint()
-        more = decided.filter(F.col("_bs_tag") != "sd").select(*_tombstone_columns(inputs))
+        more = decided.filter((F.col("_bs_tag") != "sd") & ~F.col("_bs_revived")).select(*_tombstone_columns(inputs))
+        if revived is not None:  # a revived row not added is simply not written
+            revived = revived.join(decided.filter(F.col("_bs_revived")).select(*IDENTITY), IDENTITY, "left_anti")
         spared = decided.filter(F.col("_bs_tag") == "sd").select(*IDENTITY)
         if doomed is not None:
             doomed = doomed.join(spared, IDENTITY, "left_anti").unionByName(more)
         else:
             doomed = more
         return _without_churn(doomed.dropDuplicates(IDENTITY), src_new.select(*_tombstone_columns(inputs)), columns,
-                              src_added)
+                              src_added), revived
 
     def _prev_identity(self, updates: list[SegmentInfo]) -> DataFrame:
         """(identity, identity of the row it replaced) for the rows of update segments."""
@@ -704,6 +738,28 @@ def _without_churn(doomed: DataFrame, src_new: DataFrame, columns: list[str], sr
     paired = F.col("_bs_paired")
     return rows.filter((tag == "src") | ((tag == "dest") & ~paired) | ((tag == "add") & paired)).drop("_bs_tag",
                                                                                                       "_bs_paired")
+
+
+def _pair_off(doomed: DataFrame | None, revived: DataFrame, columns: list[str], src_groups: set[str]):
+    """(doomed, revived) less each pair of a dest row the merge deletes and a revived row of the same values:
+    that dest row stays and the revived one is not written, so the merge commit lists neither (SPEC 4)."""
+    if doomed is None:
+        return None, revived
+    from_src = F.substring_index(F.col(ROW_FILE), "/", 1).isin(sorted(src_groups)) if src_groups else F.lit(False)
+    rows = (doomed.withColumn("_bs_tag", F.when(from_src, "src").otherwise("dest"))
+            .unionByName(revived.withColumn("_bs_tag", F.lit("revived"))))
+    values = comparable_columns(rows.schema, columns)
+    if values is None:
+        return doomed, revived
+    tag = F.col("_bs_tag")
+    per_row = Window.partitionBy(*values)
+    pairs = F.least(F.sum((tag == "dest").cast("long")).over(per_row),
+                    F.sum((tag == "revived").cast("long")).over(per_row))
+    rows = rows.withColumn("_bs_paired", F.row_number().over(Window.partitionBy(*values, "_bs_tag")
+                                                             .orderBy(*IDENTITY)) <= pairs).localCheckpoint()
+    kept = rows.filter(~F.col("_bs_paired") | (tag == "src"))
+    return (kept.filter(tag != "revived").drop("_bs_tag", "_bs_paired"),
+            kept.filter(tag == "revived").drop("_bs_tag", "_bs_paired"))
 
 
 def _tombstone_columns(inputs: TableInputs) -> list[str]:

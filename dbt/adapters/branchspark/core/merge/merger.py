@@ -433,9 +433,10 @@ class ThreeWayMerge:
         for table_id, plan in self.tables.items():
             state = plan.state
             name = self._full_name(self.ns, state) if state.database_id in self.ns.databases else table_id
-            segments, replacements, tombstone = (written.get((table_id, kind)) for kind in ("rows", "update", "gone"))
+            segments, replacements, revived, tombstone = (written.get((table_id, kind))
+                                                          for kind in ("rows", "update", "revived", "gone"))
             new_segments, new_tombstones = [], []
-            for infos in (segments, replacements):
+            for infos in (segments, replacements, revived):
                 if infos:
                     self.ns.add_segments(infos)
                     new_segments += [s.id for s in infos]
@@ -470,7 +471,7 @@ class ThreeWayMerge:
         return self.tx.commit().id
 
     def _write_files(self, seq: int) -> dict:
-        """Every table's new segments and tombstone, {(table id, "rows" | "update" | "gone"): result},
+        """Every table's new segments and tombstone, {(table id, "rows" | "update" | "revived" | "gone"): result},
         written side by side."""
         writer, fault = self.lakehouse.writer, self.lakehouse.fault
         jobs = {}
@@ -485,10 +486,23 @@ class ThreeWayMerge:
             if data.replacement_rows is not None:
                 jobs[(table_id, "update")] = partial(writer.write_segments, state, schema, data.replacement_rows, seq,
                                                      "update", fault=fault)
+            if data.revived_rows is not None:
+                jobs[(table_id, "revived")] = partial(_written_rows, writer, state, schema, data.revived_rows, seq,
+                                                      fault)
             if data.doomed is not None:
                 jobs[(table_id, "gone")] = partial(writer.write_tombstone, state, schema, data.doomed, seq,
                                                    fault=fault, summary=data.doomed_summary)
         return side_by_side(jobs)
+
+
+def _written_rows(writer, state, schema, rows, seq: int, fault) -> list:
+    """`rows` written as a data segment; none when they were none (counted from the files' footers, so
+    knowing costs no Spark job)."""
+    segments = writer.write_segments(state, schema, rows, seq, "data", fault=fault)
+    if writer.row_count(segments):
+        return segments
+    writer.discard_segments(segments)
+    return []
 
 
 def _three_way(base, src, dest):

@@ -23,6 +23,7 @@ class ObjectChanges:
     ops: set[str] = field(default_factory=set)
     segments_added: list[str] = field(default_factory=list)
     segments_removed: set[str] = field(default_factory=set)  # by overwrite (compaction keeps rows)
+    tombstones_removed: set[str] = field(default_factory=set)  # folded in by compaction or a whole overwrite
     tombstones_added: list[str] = field(default_factory=list)
     touched: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))  # op -> segment groups
     overwritten_partitions: list[dict] = field(default_factory=list)  # {columns, partitions} per partial overwrite
@@ -77,6 +78,7 @@ def side_since(store: CatalogStore, head: str, base: str) -> Side:
                 changes.row_commits += 1
             changes.segments_added += detail.get("segments_added", [])
             changes.tombstones_added += detail.get("tombstones_added", [])
+            changes.tombstones_removed.update(detail.get("tombstones_removed", []))
             if len(commit.parents) > 1:
                 changes.merged_tombstones += detail.get("tombstones_added", [])
             if op.op in ("update", "delete"):
