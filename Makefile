@@ -11,9 +11,16 @@ $(VENV)/.installed: setup.py
 	$(PY) -m pip install --quiet -e ".[test]"
 	touch $@
 
+# The deletion-vector jar, compiled against the installed pyspark when its sources change (never at run
+# time); without a JDK the build says so and reads apply tombstones by a join.
+JVM_DIR := dbt/adapters/branchspark/core/storage/jvm
+JAR_STAMP := $(JVM_DIR)/.built
+$(JAR_STAMP): $(VENV)/.installed $(wildcard $(JVM_DIR)/*.java)
+	$(PY) -m dbt.adapters.branchspark.core.storage.jvm_build && touch $@ || true
+
 # dbt --version lists only adapters found under site-packages/dbt/adapters, where an editable install
 # puts nothing (dbt-core issue 8504): a link there makes it list branchspark under Plugins.
-install: $(VENV)/.installed
+install: $(VENV)/.installed $(JAR_STAMP)
 	@ln -sfn "$(abspath dbt/adapters/branchspark)" \
 	  "$$($(PY) -c 'import dbt.adapters; print(dbt.adapters.__path__[0])')/branchspark"
 

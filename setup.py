@@ -1,4 +1,27 @@
+import importlib.util
+from pathlib import Path
+
 from setuptools import find_namespace_packages, setup
+from setuptools.command.build_py import build_py
+
+JVM_BUILD = Path(__file__).parent / "dbt/adapters/branchspark/core/storage/jvm_build.py"
+
+
+class BuildWithJar(build_py):
+    """Also builds the deletion-vector jar into the package, when pyspark and a JDK are at hand (a build
+    without build isolation; `make install` builds it for an editable install). Without it reads join."""
+
+    def run(self):
+        super().run()
+        spec = importlib.util.spec_from_file_location("jvm_build", JVM_BUILD)
+        jvm_build = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(jvm_build)
+        out = Path(self.build_lib) / "dbt/adapters/branchspark/core/storage/jvm"
+        try:
+            print(f"built {jvm_build.build(out)}")
+        except Exception as error:  # the package works without it, more slowly: say so, do not fail
+            print(f"warning: branchspark's deletion-vector jar not built ({error})")
+
 
 setup(
     name="dbt-branchspark",
@@ -10,8 +33,8 @@ setup(
     package_data={
         "dbt.include.branchspark": ["dbt_project.yml", "profile_template.yml", "macros/**/*.sql"],
         "dbt.adapters.branchspark.core.catalog": ["migrations/*.py", "migrations/versions/*.py", "alembic.ini"],
-        # compiled on first use by storage/deletion_vectors.py (javac against pyspark's jars)
-        "dbt.adapters.branchspark.core.storage": ["jvm/*.java"],
+        # the jar is compiled at build or install (storage/jvm_build.py), never at run time
+        "dbt.adapters.branchspark.core.storage": ["jvm/*.java", "jvm/*.jar"],
     },
     install_requires=[
         "pyspark[connect]>=4.0,<5",
@@ -37,5 +60,6 @@ setup(
         # bench/dbt_cli.py: dbt-duckdb on a copy of the sample project, the floor of dbt's own overhead
         "bench": ["dbt-duckdb>=1.11,<1.12"],
     },
+    cmdclass={"build_py": BuildWithJar},
     entry_points={"console_scripts": ["branchspark=dbt.adapters.branchspark.cli.main:cli"]},
 )

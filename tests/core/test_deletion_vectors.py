@@ -178,16 +178,36 @@ def test_too_many_positions_fall_back_to_the_join(lh, events, monkeypatch):
 
 
 @needs_jdk
-def test_the_jar_is_built_from_source_and_without_a_jdk_there_is_none(tmp_path, monkeypatch):
-    monkeypatch.setenv("BRANCHSPARK_CACHE_DIR", str(tmp_path / "cache"))
-    built = deletion_vectors.jar_path.__wrapped__()  # uncached: compiles DeletedRow.java here
-    assert built is not None and built.startswith(str(tmp_path / "cache")) and built.endswith(".jar")
+def test_the_jar_is_built_at_install_for_the_installed_spark_and_never_at_run_time(tmp_path, monkeypatch, caplog):
+    """jvm_build compiles every class the reader uses into jvm/branchspark-spark<version>.jar (make install and
+    setup.py run it); jar_path only looks for that file: without it, one warning naming the command to build
+    it, and reads join."""
     import zipfile
+
+    import pyspark
+
+    from dbt.adapters.branchspark.core.storage import jvm_build
+
+    built = jvm_build.build(tmp_path)
+    assert built == tmp_path / f"branchspark-spark{pyspark.__version__}.jar"
     assert {"branchspark/DeletedRow.class", "branchspark/DeletedRowExpression.class", "branchspark/Extensions.class",
             "branchspark/SegmentParquetFormat.class", "branchspark/LiveRows.class"} <= set(zipfile.ZipFile(built).namelist())
-    monkeypatch.setenv("BRANCHSPARK_CACHE_DIR", str(tmp_path / "other"))
-    monkeypatch.setattr(deletion_vectors.shutil, "which", lambda _: None)
-    assert deletion_vectors.jar_path.__wrapped__() is None  # the reader then joins
+    assert deletion_vectors.jar_path() == str(jvm_build.SOURCES / built.name)  # what make install built
+
+    monkeypatch.setattr(jvm_build, "SOURCES", tmp_path / "elsewhere")
+    monkeypatch.setattr(deletion_vectors.jvm_build.shutil, "which", lambda _: pytest.fail("compiled at run time"))
+    with caplog.at_level("WARNING", logger=deletion_vectors.__name__):
+        assert deletion_vectors.jar_path.__wrapped__() is None  # the reader then joins
+    assert f"{built.name} is not built" in caplog.text and "jvm_build" in caplog.text
+
+
+def test_without_a_jdk_the_build_says_what_is_missing(tmp_path, monkeypatch):
+    from dbt.adapters.branchspark.core.storage import jvm_build
+
+    monkeypatch.setattr(jvm_build.shutil, "which", lambda _: None)
+    with pytest.raises(RuntimeError, match="no JDK"):
+        jvm_build.build(tmp_path)
+    assert not list(tmp_path.iterdir())
 
 
 @needs_jdk

@@ -9,6 +9,7 @@ by a different pyspark, branchspark (jar) or Python than the client's (it would 
 from __future__ import annotations
 
 import getpass
+import hashlib
 import os
 import signal
 import socket
@@ -40,7 +41,13 @@ def client_identity() -> dict:
     another branchspark jar or run by another Python (its UDF workers) fails at run time, not at connect."""
     jar = deletion_vectors.jar_path() if deletion_vectors.wanted() else None
     return {"pyspark": pyspark.__version__, "branchspark": branchspark_version,
-            "jar": os.path.basename(jar) if jar else "", "python": sys.executable}
+            "jar": _jar_digest(jar) if jar else "", "python": sys.executable}
+
+
+def _jar_digest(jar: str) -> str:
+    """The jar's name and content digest: a rebuilt jar (new sources, same Spark) restarts the engine."""
+    with open(jar, "rb") as built:
+        return f"{os.path.basename(jar)}:{hashlib.sha256(built.read()).hexdigest()[:16]}"
 
 
 def _setting(name: str, default: str) -> str:

@@ -5,9 +5,9 @@ anti-join every row of a targeted file with those pairs. Here the pairs become o
 (or sorted positions, for few deletions in a long file), and the scan of those files leaves out the
 positions they name: no broadcast job and no hash probe (docs/performance.md has the numbers).
 
-The code is Java (`jvm/`), compiled once per machine with the JDK's `javac` against pyspark's own
-jars and cached (`$BRANCHSPARK_CACHE_DIR`, default `~/.cache/branchspark`). It applies the vectors in
-one of three ways, fastest first:
+The code is Java (`jvm/`), compiled when the package is installed (jvm_build.py) with the JDK's `javac`
+against the installed pyspark's jars; nothing compiles at run time. It applies the vectors in one of
+three ways, fastest first:
 - `SegmentParquetFormat`, Spark's Parquet source that leaves the deleted rows out of each batch as it
   reads it (the live rows move down in place), so no filter and no position column follow the scan.
   It needs our jar on the session's class path: `session_config()` adds it, with our extension, to
@@ -18,7 +18,8 @@ one of three ways, fastest first:
 - the same function as a Java UDF (the position boxed per row), for a session without the extension:
   `ADD JAR` on an in-process session, `addArtifacts` on a Spark Connect session (the server gets the
   jar from the client).
-Where none works (no JDK, a server that refuses artifacts), or the vectors would be large, or
+Where none works (no jar built, a server of another Spark version or one that refuses artifacts), or the
+vectors would be large, or
 `BRANCHSPARK_DELETION_VECTORS=off`, the reader keeps the anti-join: results are the same.
 
 The positions are read on the driver from the tombstone files (pyarrow, two columns), which are
@@ -28,16 +29,12 @@ from __future__ import annotations
 
 import base64
 import functools
-import hashlib
 import logging
 import os
-import shutil
 import struct
-import subprocess
-import tempfile
+import sys
 import threading
 import weakref
-from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -48,6 +45,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..connect import is_connect
+from . import jvm_build
 
 FUNCTION = "branchspark_deleted_row"
 # Spark's Parquet reader fills a read-schema column of this name with each row's position in its file
@@ -62,7 +60,6 @@ _VECTORS_OPTION = "branchspark.deletionvectors"  # SegmentParquetFormat.VECTORS_
 _IN_PLACE_TYPES = (T.BooleanType, T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.FloatType, T.DoubleType,
                    T.DateType, T.TimestampType, T.TimestampNTZType, T.DecimalType, T.StringType, T.BinaryType,
                    T.DayTimeIntervalType, T.YearMonthIntervalType)
-_SOURCES = Path(__file__).with_name("jvm")
 _BITMAP, _SORTED = 0, 1
 # Above this many deleted positions (the vectors travel in every task's plan), join instead.
 MAX_POSITIONS = 4_000_000
@@ -136,6 +133,10 @@ def _register(spark: SparkSession) -> str | None:
     if jar is None:
         return None
     try:
+        if is_connect(spark) and spark.version != pyspark.__version__:
+            log.warning("branchspark: the Spark Connect server runs Spark %s and branchspark's jar is built for "
+                        "%s, so tombstones are applied by a join (slower)", spark.version, pyspark.__version__)
+            return None
         if is_connect(spark):
             spark.addArtifacts(jar)
         else:
@@ -150,33 +151,13 @@ def _register(spark: SparkSession) -> str | None:
 
 @functools.lru_cache(maxsize=None)
 def jar_path() -> str | None:
-    """The function's jar, compiled on first use and cached by source and Spark version; None without a JDK."""
-    spark_jars = Path(pyspark.__file__).parent / "jars"
-    sources = sorted(_SOURCES.glob("*.java"))
-    digest = hashlib.sha256(b"".join(s.name.encode() + s.read_bytes() for s in sources)
-                            + pyspark.__version__.encode()).hexdigest()[:16]
-    cache = Path(os.environ.get("BRANCHSPARK_CACHE_DIR", Path.home() / ".cache" / "branchspark"))
-    jar = cache / f"branchspark-udf-{digest}.jar"
-    if jar.exists():
+    """The jar built at install for the installed pyspark (jvm_build.py); None without it, said once."""
+    jar = jvm_build.SOURCES / jvm_build.jar_name(pyspark.__version__)
+    if jar.is_file():
         return str(jar)
-    javac, jar_tool = shutil.which("javac"), shutil.which("jar")
-    if not (javac and jar_tool and spark_jars.is_dir()):
-        log.warning("branchspark: no JDK (javac, jar) found; tombstones are applied by a join")
-        return None
-    try:
-        cache.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=cache) as work:
-            classes = Path(work) / "classes"
-            built = Path(work) / jar.name
-            subprocess.run([javac, "-nowarn", "--release", "17", "-d", str(classes), "-cp", f"{spark_jars}/*",
-                            *map(str, sources)], check=True, capture_output=True, text=True)
-            subprocess.run([jar_tool, "cf", str(built), "-C", str(classes), "."], check=True, capture_output=True)
-            os.replace(built, jar)  # atomic: concurrent processes may build it at once
-    except (OSError, subprocess.CalledProcessError) as error:
-        log.warning("branchspark: building %s in %s failed (%s); tombstones are applied by a join",
-                    jar.name, cache, getattr(error, "stderr", None) or error)
-        return None
-    return str(jar)
+    log.warning("branchspark: %s is not built, so tombstones are applied by a join (slower); build it with a "
+                "JDK 17: %s -m %s", jar.name, sys.executable, jvm_build.__name__)
+    return None
 
 
 # ----------------------------------------------------------------- vectors
