@@ -46,6 +46,7 @@ from dbt.adapters.branchspark.core.errors import MergeConflict, MergeInProgress,
 from dbt.adapters.branchspark.core.merge.base import merge_base
 from dbt.adapters.branchspark.core.merge.merger import ConflictPolicy, ThreeWayMerge
 from dbt.adapters.branchspark.core.merge.report import Conflict, MergeResult, conflict_message
+from dbt.adapters.branchspark.core.merge.rules import Rule
 
 logger = AdapterLogger("branchspark")
 
@@ -342,7 +343,7 @@ def carry_views(planner, result) -> None:
         clash = ns.table_id(name, required=False)
         if clash is not None and clash != table_id:
             if ns.table(clash).kind != "view":
-                result.conflicts.append(Conflict("table", name, "create view", "create table", "3.1",
+                result.conflicts.append(Conflict("table", name, "create view", "create table", Rule.SAME_NAME,
                                                  "a table of that name is on dest"))
                 continue
             ns.remove_table(clash)

@@ -35,6 +35,7 @@ from pyspark.sql import functions as F
 
 from .. import errors
 from ..catalog.state import Schema
+from .rules import Rule
 
 MERGED = "_bs_merged"  # the row the merge would write for a key (a struct of every column)
 KEEP = "_bs_keep"  # whether that row is written (false: the key is deleted; null: undecided)
@@ -98,7 +99,7 @@ def apply_resolutions(decided: DataFrame, relation: DataFrame, keys: list[str], 
         (F.when(listed, F.col(f"_bs_res_{values.index(f)}")).otherwise(F.col(MERGED)[f]) if f in values
          else F.col(MERGED)[f]).alias(f) for f in merged_fields])
     return (joined
-            .withColumn("_bs_rule", F.when(marked, F.coalesce(F.col("_bs_rule"), F.lit("marked")))
+            .withColumn("_bs_rule", F.when(marked, F.coalesce(F.col("_bs_rule"), F.lit(Rule.MARKED.value)))
                         .when(listed, F.lit(None)).otherwise(F.col("_bs_rule")))
             .withColumn(MERGED, merged)
             .withColumn(KEEP, F.when(marked, F.lit(None).cast("boolean"))
@@ -155,6 +156,6 @@ def assignments(frame: DataFrame, where: str | None, updates: dict) -> DataFrame
     if conflict_value is not None:
         staged = staged.withColumn("conflict", F.when(condition, conflict_value).otherwise(F.col("conflict")))
     if marks:
-        staged = staged.withColumn("rule", F.when(condition, F.coalesce(F.col("rule"), F.lit("marked")))
+        staged = staged.withColumn("rule", F.when(condition, F.coalesce(F.col("rule"), F.lit(Rule.MARKED.value)))
                                    .otherwise(F.col("rule")))
     return staged.select(*frame.columns)

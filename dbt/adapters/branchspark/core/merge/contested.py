@@ -29,6 +29,7 @@ from ..storage.layout import SEGMENT_COLUMN
 from ..storage.reader import PREV_FILE, PREV_POS, ROW_FILE, ROW_ID_COLUMNS, ROW_POS, TOMB_SEQ, quote
 from .conflict_tables import KEEP, MERGED
 from .drivers import driver_outputs
+from .rules import Rule
 from .sides import ObjectChanges
 
 # The conflict relation's row identity: the base row's segment (as conflict reports name it), the
@@ -42,8 +43,8 @@ _ROOT_FILE, _ROOT_POS = "_bs_root_file", "_bs_root_pos"
 def contested_segments(src: ObjectChanges, dest: ObjectChanges) -> dict[str, set[str]]:
     """{"A1": segments src updated and dest deleted in, "A3": segments both updated in}, empty ones left out."""
     src_updates = src.touched.get("update", set())
-    found = {"A1": src_updates & dest.touched.get("delete", set()),
-             "A3": src_updates & dest.touched.get("update", set())}
+    found = {Rule.A1: src_updates & dest.touched.get("delete", set()),
+             Rule.A3: src_updates & dest.touched.get("update", set())}
     return {rule: segments for rule, segments in found.items() if segments}
 
 
@@ -146,10 +147,10 @@ def decide(paired: DataFrame, columns: list[str], contested: dict[str, set[str]]
 
     # A row's rule is its segment's; a row dest deleted in a segment that is both is A1.
     segment = F.col(ROW_SEGMENT)
-    a1, a3 = sorted(contested.get("A1", ())), sorted(contested.get("A3", ()))
-    segment_rule = F.when(segment.isin(a3), F.lit("A3")).otherwise(F.lit("A1")) if a3 else F.lit("A1")
+    a1, a3 = sorted(contested.get(Rule.A1, ())), sorted(contested.get(Rule.A3, ()))
+    segment_rule = F.when(segment.isin(a3), F.lit(Rule.A3.value)).otherwise(F.lit(Rule.A1.value)) if a3 else F.lit(Rule.A1.value)
     if a1 and a3:
-        segment_rule = F.when(d_touched & ~d_in & segment.isin(a1), F.lit("A1")).otherwise(segment_rule)
+        segment_rule = F.when(d_touched & ~d_in & segment.isin(a1), F.lit(Rule.A1.value)).otherwise(segment_rule)
     settled = F.lit(None).cast("string")
     if driver is None:
         rule = F.when(both & ~s_in & ~d_in, settled).otherwise(segment_rule)
@@ -160,7 +161,7 @@ def decide(paired: DataFrame, columns: list[str], contested: dict[str, set[str]]
         cell_clash = reduce(lambda x, y: x | y, [clashes(c) for c in columns if c not in driven], F.lit(False))
         rule = F.when(~both, settled)
         if driver_conflict is not None:
-            rule = rule.when(F.coalesce(driver_conflict, F.lit(False)), F.lit("driver"))
+            rule = rule.when(F.coalesce(driver_conflict, F.lit(False)), F.lit(Rule.DRIVER.value))
         if all_driven:
             rule = rule.otherwise(settled)
         else:

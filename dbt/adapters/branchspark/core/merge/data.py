@@ -50,12 +50,13 @@ from . import contested as contested_rows
 from .conflict_tables import KEEP, MERGED, apply_resolutions
 from .drivers import driver_outputs
 from .report import Conflict
+from .rules import Rule
 from .sides import ObjectChanges, rows_merge_by_count
 
 IDENTITY = [ROW_FILE, ROW_POS]
 _SHOWN_KEYS = 20  # conflicting keys listed in a report; the count covers all of them
 # The operation pair a contested keyless row's rule stands for, as conflict reports name it.
-_CONTESTED_OPS = {"A1": ("update", "delete"), "A3": ("update", "update")}
+_CONTESTED_OPS = {Rule.A1: ("update", "delete"), Rule.A3: ("update", "update")}
 _ROWS_PER_FILE = 1_000_000  # a merge's output files: sized by row count, at least one
 
 
@@ -478,14 +479,14 @@ class DataMerger:
         cell_clash = F.expr(" OR ".join(clashes(c) for c in undriven) or "false")
         rule = F.when(~both, F.lit(None))
         if driver_conflict is not None:
-            rule = rule.when(F.coalesce(driver_conflict, F.lit(False)), F.lit("driver"))
+            rule = rule.when(F.coalesce(driver_conflict, F.lit(False)), F.lit(Rule.DRIVER.value))
         if all_driven:
             rule = rule.when(s_in | d_in, F.lit(None))
         rule = (rule.when(~s_in & ~d_in, F.lit(None))
                 .when(s_in & d_in & same, F.lit(None))
-                .when(s_in != d_in, F.lit("3.4 update/delete"))
-                .when(~b_in, F.lit("3.4 insert"))
-                .when(cell_clash, F.lit("3.4 cells")))
+                .when(s_in != d_in, F.lit(Rule.KEY_UPDATE_DELETE.value))
+                .when(~b_in, F.lit(Rule.KEY_INSERT.value))
+                .when(cell_clash, F.lit(Rule.KEY_CELLS.value)))
         clash = F.col("_bs_rule").isNotNull()
         ours = prefer == "ours"
         preferred = "d" if ours else "s"
@@ -506,7 +507,7 @@ class DataMerger:
                 elif ours:
                     settled = F.expr(cell("d", column))
                 else:
-                    settled = F.when(F.col("_bs_rule") == "3.4 cells", merged).otherwise(F.expr(cell("s", column)))
+                    settled = F.when(F.col("_bs_rule") == Rule.KEY_CELLS.value, merged).otherwise(F.expr(cell("s", column)))
                 return F.when(~both, F.expr(cell("s", column))).when(clash, settled).otherwise(merged)
             merged = merged_sql(column)
             if prefer is None:  # an open conflict: cells both sides changed differently stay undecided

@@ -25,9 +25,7 @@ from .conflict_tables import (SCHEMA_COLUMNS, SCHEMA_TABLE, assignments, relatio
 from .merger import ConflictPolicy, ThreeWayMerge
 from .rebase import drop_scratch
 from .report import Conflict, MergeResult
-
-ROW_RULES = ("3.4 insert", "3.4 update/delete", "3.4 cells", "A1", "A3", "driver", "marked")
-
+from .rules import ROW_RULES
 
 def start(lakehouse: WriteContext, src: str, src_head: str, dest: str, dest_head: str, base: str, *,
           interactive: bool, message: str | None, author: str | None, drivers=None, views=()) -> MergeResult:

@@ -27,7 +27,7 @@ from .contested import contested_segments
 from .data import DataMerger, DataPlan, TableInputs, src_rows_may_come_back
 from .drivers import drivers_for
 from .report import Conflict, MergeResult, Outcome, conflict_message
-from .rules import DATABASE_MATRIX, TABLE_DML, TABLE_MATRIX, matrix_ops
+from .rules import TABLE_DML, Rule, database_cell, matrix_ops, table_cell
 from .schema import merge_schemas
 from .sides import ObjectChanges, rows_merge_by_count, side_since
 from .views import plan_views
@@ -161,7 +161,7 @@ class ThreeWayMerge:
         for database_id in self.drop_databases:
             if any(db == database_id for _, db, _ in self.ns.tables.values()):
                 self._conflict(result, Conflict("database", self.dest.databases[database_id][1], "drop", "create table",
-                                                "CONFLICT", "dest created tables in it"), None)
+                                                Rule.CONFLICT, "dest created tables in it"), None)
             elif database_id in self.ns.databases:
                 self.ns.remove_database(database_id)
                 self.tx._record("database", database_id, self.dest.databases[database_id][1], "drop")
@@ -191,7 +191,7 @@ class ThreeWayMerge:
                     continue
                 clash = self.ns.database_id(src.name, required=False)
                 if clash is not None:
-                    if self._conflict(result, Conflict("database", src.name, "create", "create", "3.1",
+                    if self._conflict(result, Conflict("database", src.name, "create", "create", Rule.SAME_NAME,
                                                        "same name, different id"), prefer) or prefer == "ours":
                         continue
                 self.ns.adopt_database(src)
@@ -202,17 +202,8 @@ class ThreeWayMerge:
             dest_ops = matrix_ops(self.dest_side.database(database_id).ops)
             if not src_ops:
                 continue
-            clashes = []
-            for src_op in sorted(src_ops):
-                for dest_op in sorted(dest_ops):
-                    cell = DATABASE_MATRIX[src_op][dest_op]
-                    if cell == "CONFLICT":
-                        clashes.append((src_op, dest_op, "CONFLICT", ""))
-                    elif cell == "props" and src is not None and dest is not None:
-                        # Both unset a property: the same one on both sides conflicts.
-                        both = (set(base.properties) - set(src.properties)) & (set(base.properties) - set(dest.properties))
-                        if both:
-                            clashes.append((src_op, dest_op, "props", ", ".join(sorted(both))))
+            clashes = [(src_op, dest_op, *found) for src_op in sorted(src_ops) for dest_op in sorted(dest_ops)
+                       if (found := database_cell(src_op, dest_op, base, src, dest))[0] is not None]
             name = (src or dest or base).name
             stands = [self._conflict(result, Conflict("database", name, s, d, rule, involved), prefer)
                       for s, d, rule, involved in clashes]
@@ -266,7 +257,7 @@ class ThreeWayMerge:
             if dest is None:
                 dest_name = self._full_name(self.base, base)
                 for op in sorted(matrix_ops(src_changes.ops) - {"drop"}):
-                    self._conflict(result, Conflict("table", dest_name, op, "drop", "CONFLICT"), None)
+                    self._conflict(result, Conflict("table", dest_name, op, "drop", Rule.CONFLICT), None)
                 continue
             if dest.version_id == base.version_id:
                 dest_changes = ObjectChanges()
@@ -275,12 +266,12 @@ class ThreeWayMerge:
     def _add_new_table(self, src: TableState, name: str, prefer: str | None) -> None:
         result = self.result
         if src.database_id not in self.ns.databases:
-            self._conflict(result, Conflict("table", name, "create", "drop database", "CONFLICT",
+            self._conflict(result, Conflict("table", name, "create", "drop database", Rule.CONFLICT,
                                             "its database is not on dest"), None)
             return
         clash = self.ns.table_id(f"{self.ns.databases[src.database_id][1]}.{src.name}", required=False)
         if clash is not None:
-            if self._conflict(result, Conflict("table", name, "create", "create", "3.1", "same name, different id"),
+            if self._conflict(result, Conflict("table", name, "create", "create", Rule.SAME_NAME, "same name, different id"),
                               prefer) or prefer == "ours":
                 return
             self.ns.remove_table(clash)  # theirs: src's table replaces dest's
@@ -310,8 +301,8 @@ class ThreeWayMerge:
             for dest_op in sorted(matrix_ops(dest_changes.ops)):
                 if keyed and src_op in TABLE_DML and dest_op in TABLE_DML:
                     continue  # decided per key below
-                rule, involved = self._table_cell(src_op, dest_op, base, src, dest, src_changes, dest_changes)
-                if rule in ("A1", "A3") and (by_row or by_count):
+                rule, involved = table_cell(src_op, dest_op, base, src, dest, src_changes, dest_changes)
+                if rule in (Rule.A1, Rule.A3) and (by_row or by_count):
                     continue  # decided per row below, or no segment is shared across an overwrite
                 if rule:
                     conflicts.append(Conflict("table", name, src_op, dest_op, rule, involved))
@@ -392,24 +383,6 @@ class ThreeWayMerge:
                                                                       if t not in dest.tombstones])}
         self.tables[dest.id] = TablePlan(state, data, ops, src_schemas, merged_schema.id != dest.schema_id)
         result.outcomes.append(Outcome("table", name, "merged", note=", ".join(o for o, _ in ops)))
-
-    def _table_cell(self, src_op, dest_op, base, src, dest, src_changes, dest_changes) -> tuple[str | None, str]:
-        cell = TABLE_MATRIX[src_op][dest_op]
-        if cell == "CONFLICT":
-            return "CONFLICT", ""
-        if cell == "props":
-            keys = _changed_differently(base.properties, src.properties, dest.properties)
-            if base.primary_key != src.primary_key != dest.primary_key != base.primary_key:
-                keys.append("primary key")
-            return ("props", ", ".join(keys)) if keys else (None, "")
-        if cell == "partition":
-            differs = src.partition_by != dest.partition_by
-            return ("partition", f"{list(src.partition_by)} vs {list(dest.partition_by)}") if differs else (None, "")
-        if cell in ("A1", "A3"):
-            dest_kind = "delete" if cell == "A1" else "update"
-            shared = src_changes.touched.get("update", set()) & dest_changes.touched.get(dest_kind, set())
-            return (cell, "segments " + ", ".join(sorted(shared))) if shared else (None, "")
-        return None, ""  # ok, A2, A4, A5; A6 is the schema merge's
 
     def _merged_schema(self, columns, src_schema: Schema, dest_schema: Schema, table_id: str) -> Schema:
         for existing in (dest_schema, src_schema):
@@ -521,8 +494,4 @@ def _merge_properties(base: dict, src: dict, dest: dict) -> dict:
             merged.pop(key, None)
     return merged
 
-
-def _changed_differently(base: dict, src: dict, dest: dict) -> list[str]:
-    return sorted(k for k in set(src) | set(dest) | set(base)
-                  if src.get(k) != base.get(k) and dest.get(k) != base.get(k) and src.get(k) != dest.get(k))
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .rules import RULE_TEXT
+from .rules import RULE_TEXT, Rule
 
 
 @dataclass(frozen=True)
@@ -12,7 +12,7 @@ class Conflict:
     object_name: str
     src_op: str
     dest_op: str
-    rule: str
+    rule: Rule | str  # a Rule; str where it comes back from a stored report
     involved: str = ""  # keys, segments or columns
 
     @property

@@ -1,10 +1,43 @@
 """The conflict matrices of SPEC sections 3.2 and 3.3, as data.
 
-`TABLE_MATRIX[src_op][dest_op]` is "ok", "CONFLICT", or a rule (A1..A6) that
-needs a closer look at the segments or the schema. Primary-key tables use
-the DDL cells only: their DML is decided per key (section 3.4).
+`TABLE_MATRIX[src_op][dest_op]` is a `Rule`: OK, CONFLICT, or a rule (A1..A6)
+that needs a closer look at the segments or the schema. Primary-key tables
+use the DDL cells only: their DML is decided per key (section 3.4). Every rule
+a conflict report can name is a `Rule`; its text is `RULE_TEXT`.
 """
 from __future__ import annotations
+
+from enum import StrEnum
+
+from .sides import ObjectChanges
+
+
+class Rule(StrEnum):
+    """A cell of the matrices, or the rule a conflict report names (the value is how reports print it)."""
+
+    OK = "ok"
+    CONFLICT = "CONFLICT"
+    PROPS = "props"  # CONFLICT if the same property changed, else ok
+    PARTITION = "partition"  # CONFLICT if the partitioning changed differently, else ok
+    A1 = "A1"
+    A2 = "A2"
+    A3 = "A3"
+    A4 = "A4"
+    A5 = "A5"
+    A6 = "A6"
+    A6_TYPES = "A6.1"
+    A6_NOT_NULL = "A6.2"
+    SAME_NAME = "3.1"
+    VIEW = "view"
+    KEY_INSERT = "3.4 insert"
+    KEY_UPDATE_DELETE = "3.4 update/delete"
+    KEY_CELLS = "3.4 cells"
+    DRIVER = "driver"
+    MARKED = "marked"
+
+
+# Rules decided row by row (a paused merge lists their rows in the conflict relation).
+ROW_RULES = (Rule.KEY_INSERT, Rule.KEY_UPDATE_DELETE, Rule.KEY_CELLS, Rule.A1, Rule.A3, Rule.DRIVER, Rule.MARKED)
 
 DATABASE_OPS = ("drop", "modify name", "set properties", "unset properties")
 TABLE_OPS = ("drop", "alter name", "alter properties", "alter column", "alter partition",
@@ -12,11 +45,11 @@ TABLE_OPS = ("drop", "alter name", "alter properties", "alter column", "alter pa
 TABLE_DML = ("insert", "delete", "update", "overwrite", "compaction")
 
 
-def _rows(header: tuple[str, ...], text: str) -> dict[str, dict[str, str]]:
+def _rows(header: tuple[str, ...], text: str) -> dict[str, dict[str, Rule]]:
     matrix = {}
     for line in text.strip().splitlines():
         cells = [c.strip() for c in line.split("|")]
-        matrix[cells[0]] = dict(zip(header, cells[1:]))
+        matrix[cells[0]] = {op: Rule(cell) for op, cell in zip(header, cells[1:])}
     return matrix
 
 
@@ -43,21 +76,21 @@ compaction       | CONFLICT | ok | ok    | ok | ok        | ok       | ok | ok |
 """)
 
 RULE_TEXT = {
-    "CONFLICT": "the matrix forbids this pair",
-    "props": "the same property changed differently on both sides",
-    "partition": "the partitioning changed differently on both sides",
-    "A1": "update on src and delete on dest touched the same segment",
-    "A3": "updates on both sides touched the same segment",
-    "A6.1": "column types changed incompatibly (a type may only widen)",
-    "A6.2": "dest added a NOT NULL column without a default and src wrote rows without it",
-    "A6": "column changed incompatibly on both sides",
-    "3.1": "an object of this name with another id exists on dest",
-    "view": "both sides changed the view's SQL differently",
-    "3.4 insert": "both sides inserted this key with different values",
-    "3.4 update/delete": "one side updated this key, the other deleted it",
-    "3.4 cells": "both sides changed the same column of this key differently",
-    "driver": "the table's merge driver reported a conflict",
-    "marked": "marked as a conflict in the conflict relation (CONFLICT())",
+    Rule.CONFLICT: "the matrix forbids this pair",
+    Rule.PROPS: "the same property changed differently on both sides",
+    Rule.PARTITION: "the partitioning changed differently on both sides",
+    Rule.A1: "update on src and delete on dest touched the same segment",
+    Rule.A3: "updates on both sides touched the same segment",
+    Rule.A6_TYPES: "column types changed incompatibly (a type may only widen)",
+    Rule.A6_NOT_NULL: "dest added a NOT NULL column without a default and src wrote rows without it",
+    Rule.A6: "column changed incompatibly on both sides",
+    Rule.SAME_NAME: "an object of this name with another id exists on dest",
+    Rule.VIEW: "both sides changed the view's SQL differently",
+    Rule.KEY_INSERT: "both sides inserted this key with different values",
+    Rule.KEY_UPDATE_DELETE: "one side updated this key, the other deleted it",
+    Rule.KEY_CELLS: "both sides changed the same column of this key differently",
+    Rule.DRIVER: "the table's merge driver reported a conflict",
+    Rule.MARKED: "marked as a conflict in the conflict relation (CONFLICT())",
 }
 
 
@@ -67,3 +100,42 @@ def matrix_ops(ops: set[str]) -> set[str]:
     if "alter primary key" in ops:
         named.add("alter properties")
     return named
+
+
+def database_cell(src_op: str, dest_op: str, base, src, dest) -> tuple[Rule | None, str]:
+    """(the rule that stands, what it involves) for one pair of database operations; (None, "") when ok."""
+    cell = DATABASE_MATRIX[src_op][dest_op]
+    if cell == Rule.CONFLICT:
+        return Rule.CONFLICT, ""
+    if cell == Rule.PROPS and src is not None and dest is not None:
+        # Both unset a property: the same one on both sides conflicts.
+        both = (set(base.properties) - set(src.properties)) & (set(base.properties) - set(dest.properties))
+        return (Rule.PROPS, ", ".join(sorted(both))) if both else (None, "")
+    return None, ""
+
+
+def table_cell(src_op: str, dest_op: str, base, src, dest, src_changes: ObjectChanges,
+               dest_changes: ObjectChanges) -> tuple[Rule | None, str]:
+    """(the rule that stands, what it involves) for one pair of table operations; (None, "") when ok. A2, A4
+    and A5 never conflict (the row merge applies them: merge/data.py); A6 is the schema merge's (schema.py)."""
+    cell = TABLE_MATRIX[src_op][dest_op]
+    if cell == Rule.CONFLICT:
+        return Rule.CONFLICT, ""
+    if cell == Rule.PROPS:
+        keys = _changed_differently(base.properties, src.properties, dest.properties)
+        if base.primary_key != src.primary_key != dest.primary_key != base.primary_key:
+            keys.append("primary key")
+        return (Rule.PROPS, ", ".join(keys)) if keys else (None, "")
+    if cell == Rule.PARTITION:
+        differs = src.partition_by != dest.partition_by
+        return (Rule.PARTITION, f"{list(src.partition_by)} vs {list(dest.partition_by)}") if differs else (None, "")
+    if cell in (Rule.A1, Rule.A3):
+        dest_kind = "delete" if cell == Rule.A1 else "update"
+        shared = src_changes.touched.get("update", set()) & dest_changes.touched.get(dest_kind, set())
+        return (cell, "segments " + ", ".join(sorted(shared))) if shared else (None, "")
+    return None, ""
+
+
+def _changed_differently(base: dict, src: dict, dest: dict) -> list[str]:
+    return sorted(k for k in set(src) | set(dest) | set(base)
+                  if src.get(k) != base.get(k) and dest.get(k) != base.get(k) and src.get(k) != dest.get(k))

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from ..catalog.schema_rules import wider_of
 from ..catalog.state import Column, Schema
 from .report import Conflict
+from .rules import Rule
 
 
 @dataclass
@@ -53,7 +54,7 @@ def merge_schemas(table: str, base: Schema | None, src: Schema, dest: Schema, sr
                 merged.append(_same_column_added_twice(mine, twin, conflict))
                 continue
             if not mine.nullable and mine.default is None and src_wrote_rows \
-                    and not conflict(mine.name, "A6.2", f"NOT NULL {mine.name} without default"):
+                    and not conflict(mine.name, Rule.A6_NOT_NULL, f"NOT NULL {mine.name} without default"):
                 continue
             merged.append(mine)
             continue
@@ -64,7 +65,7 @@ def merge_schemas(table: str, base: Schema | None, src: Schema, dest: Schema, sr
         if theirs.id in used_src_ids or (base and base.source_of(theirs)) or dest.source_of(theirs):
             continue
         if not theirs.nullable and theirs.default is None and dest_wrote_rows \
-                and conflict(theirs.name, "A6.2", f"NOT NULL {theirs.name} without default"):
+                and conflict(theirs.name, Rule.A6_NOT_NULL, f"NOT NULL {theirs.name} without default"):
             continue
         merged.append(theirs)
 
@@ -72,7 +73,7 @@ def merge_schemas(table: str, base: Schema | None, src: Schema, dest: Schema, sr
     for column in merged:
         clash = names.get(column.name.lower())
         if clash is not None:
-            conflicts.append(Conflict("column", f"{table}.{column.name}", "alter column", "alter column", "A6",
+            conflicts.append(Conflict("column", f"{table}.{column.name}", "alter column", "alter column", Rule.A6,
                                       f"two different columns would be named {column.name}"))
         names[column.name.lower()] = column
     return SchemaMerge(merged, conflicts, settled)
@@ -103,7 +104,7 @@ def _three_way_column(base: Column | None, src: Column, dest: Column, conflict) 
             # wider one, else the merge would narrow dest's column.
             wider = wider_of(src.data_type, dest.data_type)
             src_wider = wider is not None and wider.json() == src.type_json
-            if src_wider or not conflict(dest.name, "A6.1", f"{src.type} on src, {dest.type} on dest"):
+            if src_wider or not conflict(dest.name, Rule.A6_TYPES, f"{src.type} on src, {dest.type} on dest"):
                 result = replace(result, type_json=src.type_json)
     return result
 
@@ -121,6 +122,6 @@ def _wider_type(result: Column, src: Column, dest: Column, conflict, involved: s
     wider = wider_of(src.data_type, dest.data_type)
     if wider is not None:
         return replace(result, type_json=wider.json())
-    if not conflict(dest.name, "A6.1", involved):
+    if not conflict(dest.name, Rule.A6_TYPES, involved):
         return replace(result, type_json=src.type_json)
     return result

@@ -25,6 +25,7 @@ from __future__ import annotations
 from ..catalog.namespace import Namespace
 from ..catalog.state import TableState
 from .report import Conflict, Outcome
+from .rules import Rule
 
 VIEW = "view"
 
@@ -52,19 +53,19 @@ def plan_views(planner, names) -> None:
         if dest is None:
             if base_sql is None:
                 _take(planner, src_view, name, None, "added")
-            elif src_view.view_sql != base_sql and not _stands(planner, name, "alter view", "drop", "CONFLICT",
+            elif src_view.view_sql != base_sql and not _stands(planner, name, "alter view", "drop", Rule.CONFLICT,
                                                                prefer) and prefer == "theirs":
                 _take(planner, src_view, name, None, "added (theirs)")
             continue
         if dest.kind != VIEW:
-            if not _stands(planner, name, "create view", "create table", "3.1", prefer) and prefer == "theirs":
+            if not _stands(planner, name, "create view", "create table", Rule.SAME_NAME, prefer) and prefer == "theirs":
                 _take(planner, src_view, name, dest, "replaced (theirs)")
             continue
         if dest.view_sql == src_view.view_sql or src_view.view_sql == base_sql:
             continue  # dest has it already, or only dest changed it
         if dest.view_sql == base_sql:
             _take(planner, src_view, name, dest, "replaced")
-        elif not _stands(planner, name, "alter view", "alter view", "view", prefer) and prefer == "theirs":
+        elif not _stands(planner, name, "alter view", "alter view", Rule.VIEW, prefer) and prefer == "theirs":
             _take(planner, src_view, name, dest, "replaced (theirs)")
 
 
@@ -78,7 +79,7 @@ def _take(planner, src_view: TableState, name: str, dest: TableState | None, act
     ns = planner.ns
     database_id = ns.database_id(name.split(".", 1)[0], required=False)
     if database_id is None:
-        planner.result.conflicts.append(Conflict(VIEW, name, "create view", "drop database", "CONFLICT",
+        planner.result.conflicts.append(Conflict(VIEW, name, "create view", "drop database", Rule.CONFLICT,
                                                  "its database is not on dest"))
         return
     if dest is not None and dest.id != src_view.id:
