@@ -404,9 +404,12 @@ def _count_merge(base: Table, src: Branch, dest: Branch, columns: list[Column]) 
     b, d = base.read(columns), dest.table.read(columns)
     s_rows = dict(src.table.rows)
     if dest.side.overwrote:
-        # A4 holds whether or not src overwrote too. dest overwrote max(0, B - D) copies of a base row: the
-        # copies src's own overwrite removed first (an overwrite removes the last copies, on either side),
-        # then the ones src updated, whose updates are dropped.
+        # A4 holds whether or not src overwrote too. dest's overwrites removed some copies of a base row (SPEC
+        # 3.3: "base rows that dest's overwrite removed or changed"; not those it kept and changed later by
+        # another operation): the copies src's own overwrite removed first (an overwrite removes the last
+        # copies, on either side), then the ones src updated, whose updates are dropped.
+        overwritten = Counter(_values(base.rows[identity], columns)
+                              for identity, how in dest.side.removed.items() if how == "overwrite")
         updated, src_overwrote = {}, Counter()  # base image -> base identities src updated | overwrote
         for identity, how in sorted(src.side.removed.items()):
             if how == "update":
@@ -414,7 +417,7 @@ def _count_merge(base: Table, src: Branch, dest: Branch, columns: list[Column]) 
             elif how == "overwrite":
                 src_overwrote[_values(base.rows[identity], columns)] += 1
         for image, identities in updated.items():
-            dropped = identities[:max(0, b[image] - d[image] - src_overwrote[image])]
+            dropped = identities[:max(0, overwritten[image] - src_overwrote[image])]
             for identity in dropped:
                 for i in [i for i, r in s_rows.items() if r.root == identity]:
                     del s_rows[i]

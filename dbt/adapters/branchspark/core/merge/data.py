@@ -206,16 +206,17 @@ class DataMerger:
             if already is not None:
                 doomed = doomed.join(already.select(*IDENTITY), IDENTITY, "left_anti")  # A2: deleted once
             doomed = doomed.dropDuplicates(IDENTITY).select(*_tombstone_columns(inputs))
-        stale = None
+        stale = dropped_updates = None
         if shared and (dest.segments_removed or dest.overwrite_tombstones):
-            stale = self._stale_update_images(inputs, shared, self._groups(dest.segments_removed),
-                                              self._overwritten_rows(inputs, dest))
+            stale, dropped_updates = self._stale_update_images(inputs, shared, self._groups(dest.segments_removed),
+                                                               self._overwritten_rows(inputs, dest))
             if stale is not None:
                 stale = stale.select(*_tombstone_columns(inputs))
                 doomed = stale if doomed is None else doomed.unionByName(stale)
         revived = self._revived_rows(inputs, inputs.src, src, inputs.dest)
         if rows_merge_by_count(src, dest):
-            doomed, revived = self._count_merge(inputs, src_added, doomed, stale, carried_groups, revived)
+            doomed, revived = self._count_merge(inputs, src_added, doomed, stale, carried_groups, revived,
+                                                dropped_updates)
         if revived is not None:
             doomed, revived = _pair_off(doomed, revived, [c.name for c in inputs.schema.columns], src_added)
             plan.revived_rows = revived.select(*[quote(c.name) for c in inputs.schema.columns])
@@ -307,18 +308,20 @@ class DataMerger:
         return self.reader.read_tombstones(inputs.base.evolve(primary_key=()), tombstones, inputs.schema).select(*IDENTITY)
 
     def _stale_update_images(self, inputs: TableInputs, shared: list[str], overwritten: set[str],
-                             overwritten_rows: DataFrame | None = None) -> DataFrame | None:
-        """A4: src's update images of rows that dest overwrote (in `overwritten` segment groups, or among
-        `overwritten_rows` identities), following chains of updates."""
+                             overwritten_rows: DataFrame | None = None):
+        """A4: (src's update images of rows that dest overwrote (in `overwritten` segment groups, or among
+        `overwritten_rows` identities), following chains of updates; the identities of those base rows, whose
+        update A4 drops as a whole); (None, None) when src updated nothing."""
         updates = [s for s in self.lookup.segment_infos(shared) if s.kind == "update"]
         if not updates:
-            return None
+            return None, None
         # Every image ever written (live or replaced since), with the row it replaced.
         replaced = self._prev_identity(updates)
         stale = replaced.filter(F.substring_index(F.col(PREV_FILE), "/", 1).isin(sorted(overwritten)))
         if overwritten_rows is not None:
             roots = overwritten_rows.select(F.col(ROW_FILE).alias(PREV_FILE), F.col(ROW_POS).alias(PREV_POS))
             stale = stale.unionByName(replaced.join(roots, [PREV_FILE, PREV_POS], "left_semi"))
+        updated_base_rows = stale.select(F.col(PREV_FILE).alias(ROW_FILE), F.col(PREV_POS).alias(ROW_POS))
         stale = stale.select(*IDENTITY)
         frontier = stale
         for _ in range(len(updates)):  # each round follows one more update of an update
@@ -326,10 +329,11 @@ class DataMerger:
                                      [PREV_FILE, PREV_POS], "left_semi").select(*IDENTITY)
             stale = stale.unionByName(frontier)
         live = self._read(inputs, inputs.src, [s.id for s in updates])
-        return live.join(stale.distinct(), IDENTITY, "left_semi")
+        return live.join(stale.distinct(), IDENTITY, "left_semi"), updated_base_rows
 
     def _count_merge(self, inputs: TableInputs, src_added: set[str], doomed: DataFrame | None,
-                     stale: DataFrame | None, carried: set[str], revived: DataFrame | None):
+                     stale: DataFrame | None, carried: set[str], revived: DataFrame | None,
+                     dropped_updates: DataFrame | None = None):
         """SPEC 3.3 on a keyless table an overwrite touched: rows have no identity across an overwrite, so each
         distinct row's count merges three-way. Per distinct row, src's net change ds (its live new rows less
         the base rows it deleted) and dest's dd: dest gains ds, except where dd == ds (the same change, taken
@@ -337,7 +341,8 @@ class DataMerger:
         on dest in `doomed`) is corrected to that: fewer of src's new rows, more or fewer deletions. Every
         frame here holds only rows the sides wrote or deleted since the base. Rows a side holds again that the
         base had deleted (`revived`, src's; dest's read here) count as its new rows; src's the merge does not
-        add are dropped from `revived`. Returns (doomed, revived)."""
+        add are dropped from `revived`. An update A4 drops (`dropped_updates`: the base rows it replaced) is
+        no change of src's: neither its image nor its deletion of the base row counts. Returns (doomed, revived)."""
         columns = [c.name for c in inputs.schema.columns]
         dest_added = self._added_groups(inputs, inputs.dest_changes)
         parts = []
@@ -359,6 +364,8 @@ class DataMerger:
             if rows is not None:
                 # Base rows only: a row the side wrote and deleted again is no change of it.
                 rows = (rows.filter(~self._origin().isin(sorted(own))) if own else rows).dropDuplicates(IDENTITY)
+                if tag == "sd" and dropped_updates is not None:
+                    rows = rows.join(dropped_updates, IDENTITY, "left_anti")
                 deleted[tag] = rows.select(*_tombstone_columns(inputs))
         if "sd" in deleted:
             dead = deleted["dd"].select(*IDENTITY, F.lit(True).alias("_bs_dead")) if "dd" in deleted else None
