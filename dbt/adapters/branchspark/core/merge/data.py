@@ -650,7 +650,7 @@ class DataMerger:
         """Base segments a side holds no longer and did not replace itself (overwrite or compaction): the
         side descends from the base through a merge that wrote the base's rows anew (a per-key merge the
         other way), so its history is not the base plus additions."""
-        held = set(state.segments) | set(changes.segments_removed if changes else ())
+        held = set(state.segments) | (changes.segments_removed | changes.segments_compacted if changes else set())
         return [s for s in inputs.base.segments if s not in held]
 
     def _base_only_rows(self, inputs: TableInputs) -> DataFrame | None:
@@ -658,8 +658,9 @@ class DataMerger:
         that side's copies of them carry other identities and no tombstone of the originals."""
         ids = []
         for state, changes in ((inputs.src, inputs.src_changes), (inputs.dest, inputs.dest_changes)):
-            if "compaction" not in changes.ops:  # a compaction's rows keep their identities (stored)
-                ids += [s for s in self._base_only(inputs, state, changes) if s not in ids]
+            # A side's own compaction is no such copy (its rows keep their identities, stored); a compaction
+            # a merge brought it (of the other side's segments) leaves the base's segments unaccounted for.
+            ids += [s for s in self._base_only(inputs, state, changes) if s not in ids]
         return self._read(inputs, inputs.base, ids) if ids else None
 
     def _marked_dead_in_base(self, inputs: TableInputs, state: TableState, gone: DataFrame):

@@ -24,6 +24,7 @@ class ObjectChanges:
     segments_added: list[str] = field(default_factory=list)
     segments_removed: set[str] = field(default_factory=set)  # by overwrite (compaction keeps rows)
     tombstones_removed: set[str] = field(default_factory=set)  # folded in by compaction or a whole overwrite
+    segments_compacted: set[str] = field(default_factory=set)  # rewritten by its own compactions (rows kept)
     tombstones_added: list[str] = field(default_factory=list)
     touched: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))  # op -> segment groups
     overwritten_partitions: list[dict] = field(default_factory=list)  # {columns, partitions} per partial overwrite
@@ -81,6 +82,8 @@ def side_since(store: CatalogStore, head: str, base: str) -> Side:
             changes.tombstones_removed.update(detail.get("tombstones_removed", []))
             if len(commit.parents) > 1:
                 changes.merged_tombstones += detail.get("tombstones_added", [])
+            if op.op == "compaction":
+                changes.segments_compacted.update(detail.get("segments_removed", []))
             if op.op in ("update", "delete"):
                 changes.touched[op.op].update(detail.get("segments_touched", []))
             if op.op == "overwrite" and detail.get("difference"):
