@@ -594,3 +594,26 @@ def test_keyed_merge_back_after_src_compacted_keeps_each_key_once(lh, spark):
     assert rows(lh.read("m.k", "dest")) == expected
     lh.merge("dest", "src")
     assert rows(lh.read("m.k", "src")) == expected
+
+
+def test_count_merge_counts_the_rows_src_compacted_as_its_new_rows(lh, spark):
+    """Found by the model test's ci profile (keyless): src updated rows, rebuilt the table adding two and
+    compacted it; dest made the same updates of two rows. The merge carries src's compacted rows over, but
+    the count merge left them out of src's new rows, so the same change on both sides was added twice."""
+    schema = "a int, b int"
+    with lh.transaction("main") as tx:
+        tx.create_database("m")
+        tx.create_table_as("m.t", spark.createDataFrame([(1, 1), (3, 1), (1, 0), (0, 2)], schema))
+    lh.create_branch("src")
+    lh.create_branch("dest")
+    lh.branch("src").update("m.t", "b >= 1", {"b": "b + 1"})  # (1,2) (3,2) (1,0) (0,3)
+    lh.branch("src").overwrite("m.t", spark.createDataFrame([(1, 2), (3, 2), (1, 0), (0, 3), (2, 0), (1, 1)], schema))
+    with lh.transaction("src") as tx:
+        tx.compact("m.t")
+    lh.branch("dest").update("m.t", "a % 2 = 0", {"a": "1"})  # (0,2) -> (1,2)
+    lh.branch("dest").update("m.t", "b >= 0", {"b": "b + 1"})  # (1,2) (3,2) (1,1) (1,3)
+    lh.merge("src", "dest", on_conflict="ours")
+    # per distinct row: (1,2) and (3,2) are the same change on both sides (taken once), (3,1) and (0,2)
+    # left both; src added (0,3) and (2,0); (1,1) stays; (1,3) is dest's.
+    assert Counter(rows(lh.read("m.t", "dest"))) == Counter({(1, 1): 1, (1, 2): 1, (3, 2): 1, (0, 3): 1, (2, 0): 1,
+                                                             (1, 3): 1})

@@ -215,8 +215,10 @@ class DataMerger:
                 doomed = stale if doomed is None else doomed.unionByName(stale)
         revived = self._revived_rows(inputs, inputs.src, src, inputs.dest)
         if rows_merge_by_count(src, dest):
-            doomed, revived = self._count_merge(inputs, src_added, doomed, stale, carried_groups, revived,
-                                                dropped_updates)
+            doomed, revived, unwritten = self._count_merge(inputs, src_added, doomed, stale, carried_groups, revived,
+                                                           dropped_updates, carrying=plan.new_rows is not None)
+            if plan.new_rows is not None:  # carried rows the count merge does not add are not written
+                plan.new_rows = plan.new_rows.join(unwritten, IDENTITY, "left_anti")
         if revived is not None:
             doomed, revived = _pair_off(doomed, revived, [c.name for c in inputs.schema.columns], src_added)
             plan.revived_rows = revived.select(*[quote(c.name) for c in inputs.schema.columns])
@@ -333,7 +335,7 @@ class DataMerger:
 
     def _count_merge(self, inputs: TableInputs, src_added: set[str], doomed: DataFrame | None,
                      stale: DataFrame | None, carried: set[str], revived: DataFrame | None,
-                     dropped_updates: DataFrame | None = None):
+                     dropped_updates: DataFrame | None = None, carrying: bool = False):
         """SPEC 3.3 on a keyless table an overwrite touched: rows have no identity across an overwrite, so each
         distinct row's count merges three-way. Per distinct row, src's net change ds (its live new rows less
         the base rows it deleted) and dest's dd: dest gains ds, except where dd == ds (the same change, taken
@@ -342,7 +344,9 @@ class DataMerger:
         frame here holds only rows the sides wrote or deleted since the base. Rows a side holds again that the
         base had deleted (`revived`, src's; dest's read here) count as its new rows; src's the merge does not
         add are dropped from `revived`. An update A4 drops (`dropped_updates`: the base rows it replaced) is
-        no change of src's: neither its image nor its deletion of the base row counts. Returns (doomed, revived)."""
+        no change of src's: neither its image nor its deletion of the base row counts. src's rows the merge
+        carries over (`carrying`: src compacted them, in `carried` groups) are src's new rows too, written
+        anew rather than shared. Returns (doomed, revived, the identities of carried rows not to write)."""
         columns = [c.name for c in inputs.schema.columns]
         dest_added = self._added_groups(inputs, inputs.dest_changes)
         parts = []
@@ -355,8 +359,14 @@ class DataMerger:
         dest_revived = self._revived_rows(inputs, inputs.dest, inputs.dest_changes, inputs.src)
         if dest_revived is not None:
             parts.append(dest_revived.withColumn("_bs_tag", F.lit("da")))
-        if revived is not None:
-            parts.append(revived.withColumn("_bs_tag", F.lit("sa")).withColumn("_bs_revived", F.lit(True)))
+        written_anew = [revived] if revived is not None else []
+        if carrying:
+            carried_rows = self._new_rows(inputs, inputs.src, carried)
+            if stale is not None:
+                carried_rows = carried_rows.join(stale.select(*IDENTITY), IDENTITY, "left_anti")
+            written_anew.append(carried_rows.select(*_tombstone_columns(inputs)))
+        for rows in written_anew:
+            parts.append(rows.withColumn("_bs_tag", F.lit("sa")).withColumn("_bs_written", F.lit(True)))
         deleted = {}
         for tag, state, changes, own in (("sd", inputs.src, inputs.src_changes, src_added),
                                          ("dd", inputs.dest, inputs.dest_changes, dest_added)):
@@ -376,11 +386,12 @@ class DataMerger:
                          .drop("_bs_dead"))
         if "dd" in deleted:
             parts.append(deleted["dd"].withColumn("_bs_tag", F.lit("dd")))
-        events = reduce(partial(DataFrame.unionByName, allowMissingColumns=True), parts).fillna(False, ["_bs_revived"]) \
-            if revived is not None else reduce(DataFrame.unionByName, parts).withColumn("_bs_revived", F.lit(False))
+        events = reduce(partial(DataFrame.unionByName, allowMissingColumns=True), parts).fillna(False, ["_bs_written"]) \
+            if written_anew else reduce(DataFrame.unionByName, parts).withColumn("_bs_written", F.lit(False))
+        nothing = self.reader.spark.createDataFrame([], "`{}` string, `{}` long".format(*IDENTITY))
         values = comparable_columns(events.schema, columns)
         if values is None:
-            return doomed, revived  # values that cannot be compared: the identity merge stands
+            return doomed, revived, nothing  # values that cannot be compared: the identity merge stands
         per_row = Window.partitionBy(*values)
         per_tag = Window.partitionBy(*values, "_bs_tag").orderBy(*IDENTITY)
 
@@ -402,16 +413,17 @@ class DataMerger:
         # Too few: keep some of the base rows src deleted.
         kept = (tag == "sd") & (rank_c <= -excess_c)
         decided = decided.filter(unadd | extra | kept).localCheckpoint()
-        more = decided.filter((F.col("_bs_tag") != "sd") & ~F.col("_bs_revived")).select(*_tombstone_columns(inputs))
-        if revived is not None:  # a revived row not added is simply not written
-            revived = revived.join(decided.filter(F.col("_bs_revived")).select(*IDENTITY), IDENTITY, "left_anti")
+        more = decided.filter((F.col("_bs_tag") != "sd") & ~F.col("_bs_written")).select(*_tombstone_columns(inputs))
+        unwritten = decided.filter(F.col("_bs_written")).select(*IDENTITY)  # a row written anew, not added: not written
+        if revived is not None:
+            revived = revived.join(unwritten, IDENTITY, "left_anti")
         spared = decided.filter(F.col("_bs_tag") == "sd").select(*IDENTITY)
         if doomed is not None:
             doomed = doomed.join(spared, IDENTITY, "left_anti").unionByName(more)
         else:
             doomed = more
         return _without_churn(doomed.dropDuplicates(IDENTITY), src_new.select(*_tombstone_columns(inputs)), columns,
-                              src_added), revived
+                              src_added), revived, unwritten
 
     def _prev_identity(self, updates: list[SegmentInfo]) -> DataFrame:
         """(identity, identity of the row it replaced) for the rows of update segments."""
