@@ -544,16 +544,22 @@ def test_merging_back_keeps_a_row_the_merge_kept_in_place_of_the_base_deletion(l
     assert Counter(rows(lh.read("shop.notes", "src"))) == Counter(rows(lh.read("shop.notes", "dest")))
 
 
+def numbers_on_src_and_dest(lh, spark, base_rows) -> str:
+    """main: m.t (a int, b int) without a key, holding `base_rows`; branches src and dest. Returns the schema."""
+    schema = "a int, b int"
+    with lh.transaction("main") as tx:
+        tx.create_database("m")
+        tx.create_table_as("m.t", spark.createDataFrame(base_rows, schema))
+    lh.create_branch("src")
+    lh.create_branch("dest")
+    return schema
+
+
 def test_a4_drops_the_whole_update_of_a_row_dest_overwrote_in_a_count_merge(lh, spark):
     """Found by the model test's ci profile (keyless, count merge): src updated (3,2) and (1,2); dest's rebuild
     removed (3,2) and kept (1,2), which dest then updated into a new (3,2). A4 dropped src's image of the
     removed (3,2) but still counted src's deletion of it, so the merge deleted dest's new (3,2) too."""
-    schema = "a int, b int"
-    with lh.transaction("main") as tx:
-        tx.create_database("m")
-        tx.create_table_as("m.t", spark.createDataFrame([(2, 1), (1, 3), (3, 2), (1, 2)], schema))
-    lh.create_branch("src")
-    lh.create_branch("dest")
+    schema = numbers_on_src_and_dest(lh, spark, [(2, 1), (1, 3), (3, 2), (1, 2)])
     lh.branch("src").update("m.t", "b % 2 = 0", {"b": "1"})  # (3,2) -> (3,1), (1,2) -> (1,1)
     lh.branch("dest").overwrite("m.t", spark.createDataFrame([(1, 2), (1, 4), (2, 1)], schema))
     lh.branch("dest").update("m.t", "b >= 2", {"a": "a + 2"})  # (1,2) -> (3,2), (1,4) -> (3,4)
@@ -600,12 +606,7 @@ def test_count_merge_counts_the_rows_src_compacted_as_its_new_rows(lh, spark):
     """Found by the model test's ci profile (keyless): src updated rows, rebuilt the table adding two and
     compacted it; dest made the same updates of two rows. The merge carries src's compacted rows over, but
     the count merge left them out of src's new rows, so the same change on both sides was added twice."""
-    schema = "a int, b int"
-    with lh.transaction("main") as tx:
-        tx.create_database("m")
-        tx.create_table_as("m.t", spark.createDataFrame([(1, 1), (3, 1), (1, 0), (0, 2)], schema))
-    lh.create_branch("src")
-    lh.create_branch("dest")
+    schema = numbers_on_src_and_dest(lh, spark, [(1, 1), (3, 1), (1, 0), (0, 2)])
     lh.branch("src").update("m.t", "b >= 1", {"b": "b + 1"})  # (1,2) (3,2) (1,0) (0,3)
     lh.branch("src").overwrite("m.t", spark.createDataFrame([(1, 2), (3, 2), (1, 0), (0, 3), (2, 0), (1, 1)], schema))
     with lh.transaction("src") as tx:
