@@ -26,10 +26,16 @@ LAYERS = {
     "cli": {"cli", "engine", "iceberg", "core"},
     "top": {"top", "adapter", "core"},  # the plugin hook and the public paths README documents
 }
-# Imports inside a function, outside the core, and why each cannot stand at the top of its module.
+# Imports inside a function, and why each cannot stand at the top of its module. None in the core dodges a
+# circle: the core's only ones keep a library that few invocations need out of every invocation's start.
 FUNCTION_IMPORTS = {
     (PACKAGE, f"{PACKAGE}.adapter.plugin"):
         "dbt reads Plugin from the package, which must import without dbt so that the core does",
+}
+CORE_FUNCTION_IMPORTS = {
+    (f"{PACKAGE}.core.catalog.store", "alembic"): "only creating or upgrading a catalog migrates its schema; "
+                                                  "importing alembic costs every dbt invocation about 0.1 s",
+    (f"{PACKAGE}.core.catalog.store", "alembic.config"): "the same",
 }
 DBT = ("dbt", "dbt_common", "agate")  # dbt-core, dbt-spark, dbt-adapters and what they bring
 
@@ -150,9 +156,10 @@ def test_the_core_imports_nothing_of_dbt():
 def test_no_import_inside_a_function_but_the_listed_ones():
     found = {(m, t): f"{m}:{line} imports {t}" for m, imports in IMPORTS.items() for t, line, inside in imports
              if inside}
-    in_core = [where for (m, _), where in found.items() if _part(m) == "core"]
-    assert in_core == []
-    assert sorted(found.keys() - FUNCTION_IMPORTS.keys()) == []
+    in_core = {key: where for key, where in found.items() if _part(key[0]) == "core"}
+    assert sorted(in_core.keys() - CORE_FUNCTION_IMPORTS.keys()) == []
+    assert all(not target.startswith(PACKAGE) for _, target in in_core)  # never one of the package's own
+    assert sorted(found.keys() - in_core.keys() - FUNCTION_IMPORTS.keys()) == []
 
 
 def test_the_core_loads_with_dbt_and_the_parts_above_it_refused():

@@ -94,7 +94,8 @@ def engine_env(tmp_path_factory):
     env = {**os.environ, "BRANCHSPARK_ENGINE_HOME": str(root / "home"), "BRANCHSPARK_ENGINE_MEMORY": "1g",
            "BRANCHSPARK_ENGINE_MASTER": "local[2]", "BRANCHSPARK_ENGINE_CHECK_INTERVAL": "0.5",
            "PYSPARK_PYTHON": sys.executable, "DBT_SEND_ANONYMOUS_USAGE_STATS": "false", "DO_NOT_TRACK": "1",
-           "PYTHONUNBUFFERED": "1"}
+           "PYTHONUNBUFFERED": "1",
+           "BRANCHSPARK_ENGINE_WARMUP": "0"}  # a warm-up costs CPU: only the first engine runs one, to check it
     env.pop("SPARK_REMOTE", None)
     yield env
     home = EngineHome(Path(env["BRANCHSPARK_ENGINE_HOME"]))
@@ -183,7 +184,8 @@ def table_rows(env, warehouse: Path, table: str) -> list[tuple]:
 
 
 def test_concurrent_first_use_starts_one_engine(engine_env):
-    clients = [subprocess.Popen([sys.executable, "-c", ATTACH], env=engine_env, stdout=subprocess.PIPE,
+    warming = {**engine_env, "BRANCHSPARK_ENGINE_WARMUP": "1"}  # the engine's default, checked below
+    clients = [subprocess.Popen([sys.executable, "-c", ATTACH], env=warming, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True) for _ in range(3)]
     outputs = [client.communicate(timeout=400) for client in clients]
     assert all(client.returncode == 0 for client in clients), outputs
@@ -198,6 +200,22 @@ def test_concurrent_first_use_starts_one_engine(engine_env):
                             text=True)
     assert status.returncode == 0 and f"127.0.0.1:{state.port}" in status.stdout and str(state.pid) in status.stdout
     assert "Spark:" in status.stdout and state.spark_version in status.stdout and "sessions:" in status.stdout
+
+
+def test_a_new_engine_warms_itself_up_and_leaves_nothing_behind(engine_env):
+    """The engine started above runs its warm-up (engine/warmup.py) once it answers: a branchspark workload
+    on a scratch warehouse in its home, removed after; status and the log say when it ended."""
+    home = home_of(engine_env)
+    deadline = time.monotonic() + 300
+    while (state := home.read()) is not None and state.warmed_at is None and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert state is not None and state.warmed_at is not None and state.warmed_at > state.ready_at, state
+    log = home.log.read_text()
+    assert log.count(": warming up") == 1 and log.count("]: done in ") == 1, log[-3000:]
+    assert list(home.root.glob("warmup-*")) == []  # its scratch warehouse is gone
+    status = subprocess.run([str(BIN / "branchspark"), "engine", "status"], env=engine_env, capture_output=True,
+                            text=True)
+    assert status.returncode == 0 and "warm-up:" in status.stdout and "after the start" in status.stdout
 
 
 def test_two_projects_at_once_stay_isolated(engine_env, tmp_path):

@@ -320,14 +320,15 @@ class Batch:
         return before - after, after - before
 
 
-def run_batch(spark, cases: list[Case]) -> list[str]:
-    """The engine-against-model test of one batch: the mismatches found."""
+def run_batch(spark, cases: list[Case], merge_back: bool = MERGE_BACK) -> list[str]:
+    """The engine-against-model test of one batch: the mismatches found. `merge_back`: then merge dest back
+    into src and check that src reads as dest does."""
     batch = Batch(spark, cases)
     try:
         batch.build()
         for side in ("src", "dest"):
             batch.play(side, {t.name: getattr(t.case, side) for t in batch.tracked})
-        if batch.merge_and_check() and MERGE_BACK:
+        if batch.merge_and_check() and merge_back:
             batch.merge_back_and_check()
         return batch.problems
     finally:

@@ -22,9 +22,9 @@ EXAMPLES, BATCH_SIZE = {"smoke": (1, 8), "quick": (2, 30), "ci": (10, 30), "long
 PAIR_EXAMPLES = {"smoke": 1, "quick": 2, "ci": 2, "long": 40}[PROFILE]
 BATCH_SIZE = int(os.environ.get("BRANCHSPARK_MODEL_BATCH", BATCH_SIZE))
 SHRINK = bool(os.environ.get("BRANCHSPARK_MODEL_SHRINK"))
-# Merging dest back into src after the checked merge (driver.merge_back_and_check) still finds mismatches
-# (issue 19, open: README's Status lists them), so it runs only when asked for.
-MERGE_BACK = bool(os.environ.get("BRANCHSPARK_MODEL_MERGE_BACK"))
+# Then dest merged back into src, which must then read as dest does (driver.merge_back_and_check);
+# BRANCHSPARK_MODEL_MERGE_BACK=0 leaves it out.
+MERGE_BACK = os.environ.get("BRANCHSPARK_MODEL_MERGE_BACK", "1") != "0"
 MIN_BATCH = 1 if SHRINK else BATCH_SIZE  # full batches unless shrinking, so the case count is known
 MIN_CASES = EXAMPLES * BATCH_SIZE
 

@@ -44,7 +44,7 @@ from dbt.adapters.branchspark.adapter.merge_operations import report_text
 from dbt.adapters.branchspark.adapter.target_branch import _author as author
 from dbt.adapters.branchspark.core.errors import MergeConflict, MergeInProgress, StaleHead
 from dbt.adapters.branchspark.core.merge.base import merge_base
-from dbt.adapters.branchspark.core.merge.merger import ConflictPolicy, ThreeWayMerge
+from dbt.adapters.branchspark.core.merge.merger import MergeOptions, ThreeWayMerge
 from dbt.adapters.branchspark.core.merge.report import Conflict, MergeResult, conflict_message
 from dbt.adapters.branchspark.core.merge.rules import Rule
 
@@ -299,7 +299,7 @@ def land_unmoved(lakehouse, branch: str, head: str, run_branch: str, run_head: s
     tx.ns.tables = {k: list(v) for k, v in root.tables.items()}
     for commit in reversed(run_commits(store, run_head, base)):
         for op in store.operations(commit.id):
-            tx._record(op.object_kind, op.object_id, op.object_name, op.op, **{**(op.detail or {}),
+            tx.record(op.object_kind, op.object_id, op.object_name, op.op, **{**(op.detail or {}),
                                                                                 "landed_from": run_branch})
     return tx.commit()
 
@@ -307,7 +307,8 @@ def land_unmoved(lakehouse, branch: str, head: str, run_branch: str, run_head: s
 def land_by_merge(lakehouse, branch: str, head: str, run_branch: str, run_head: str, base: str, message: str,
                   author: str):
     """B moved: MERGE BRANCH run INTO B (SPEC 3) as one merge commit, with the run's views carried over."""
-    planner = ThreeWayMerge(lakehouse, run_branch, run_head, branch, base, ConflictPolicy(), message, author)
+    planner = ThreeWayMerge(lakehouse, run_branch, run_head, branch, base,
+                            MergeOptions(message=message, author=author))
     if planner.tx.base_head != head:
         raise StaleHead(branch, head, planner.tx.base_head)
     result = MergeResult(run_branch, branch, base, "merge", "merged")
@@ -335,7 +336,7 @@ def carry_views(planner, result) -> None:
             if table_id in ns.tables and ns.table(table_id).kind == "view":
                 name = ns.full_name(table_id)
                 ns.remove_table(table_id)
-                planner.tx._record("view", table_id, name, "drop")
+                planner.tx.record("view", table_id, name, "drop")
             continue
         if new.database_id not in ns.databases:
             continue  # its database did not merge: that is reported already
@@ -348,7 +349,7 @@ def carry_views(planner, result) -> None:
                 continue
             ns.remove_table(clash)
         ns.adopt_table(new)
-        planner.tx._record("view", table_id, name, "create" if old is None else "alter view")
+        planner.tx.record("view", table_id, name, "create" if old is None else "alter view")
 
 
 def _state_path(state_dir: Optional[str] = None) -> Optional[str]:

@@ -11,7 +11,7 @@ import time
 import click
 
 from ..engine.lifecycle import ensure_running, stop_running
-from ..engine.state import IDLE_ENV, EngineHome, parse_duration
+from ..engine.state import IDLE_ENV, EngineHome, parse_duration, warmup_wanted
 from .output import console
 
 
@@ -46,6 +46,16 @@ def engine_stop():
     console.print(f"engine stopped (pid {state.pid})" if state else "engine not running")
 
 
+def _warmup_line(state) -> str:
+    if state.warmed_at is None:
+        if not warmup_wanted():
+            return "off (BRANCHSPARK_ENGINE_WARMUP=0)"
+        return "running" if state.ready_at else "after the start"
+    if state.warmed_at < 0:
+        return "failed (see the log)"
+    return f"done {_duration(state.warmed_at - (state.ready_at or state.started_at))} after the start"
+
+
 @engine.command("status")
 def engine_status():
     """Address, pid, Spark version, uptime, idle time and sessions; exits 1 when not running."""
@@ -67,6 +77,7 @@ def engine_status():
         ("sessions", str(len(leases)) + "".join(f"\n  pid {lease['pid']}: {lease.get('what', '')}, since "
                                                 f"{time.strftime('%H:%M:%S', time.localtime(lease['since']))}"
                                                 for lease in leases)),
+        ("warm-up", _warmup_line(state)),
         ("memory, master", f"{state.memory}, {state.master}"),
         ("versions", ", ".join(f"{k} {v}" for k, v in state.identity.items())),
         ("log", str(home.log)),

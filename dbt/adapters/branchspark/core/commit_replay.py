@@ -34,7 +34,7 @@ from . import errors
 from .catalog.retry import CommitRetry
 from .catalog.state import CommitInfo
 from .merge.base import merge_base
-from .merge.merger import ConflictPolicy, ThreeWayMerge
+from .merge.merger import MergeOptions, ThreeWayMerge
 from .merge.report import MergeResult
 from .transaction import Transaction
 from .write_dependencies import changed_tables, overlap, tables_read_by
@@ -118,11 +118,9 @@ def _land(tx: "Transaction", staged: CommitInfo, head: str) -> CommitInfo | None
         # Nothing landed since after all (e.g. the branch was reset back): the staged commit fits as it is.
         store.move_branch(tx.branch, head, staged.id)
         return staged
-    planner = ThreeWayMerge(lakehouse, f"a write on {tx.branch}", staged.id, tx.branch, base, ConflictPolicy(),
-                            staged.message, staged.author)
-    planner.tx.merge_parent = None  # one plain commit, as if written on the new head
-    planner.tx.allow_protected = tx.allow_protected
-    planner.tx.auto_retry = False  # this loop retries, not the planner's own transaction
+    planner = ThreeWayMerge(lakehouse, f"a write on {tx.branch}", staged.id, tx.branch, base,
+                            MergeOptions(message=staged.message, author=staged.author, merge_commit=False,
+                                         allow_protected=tx.allow_protected))
     if planner.tx.base_head != head:
         planner.release()
         raise errors.StaleHead(tx.branch, head, planner.tx.base_head)

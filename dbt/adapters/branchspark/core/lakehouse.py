@@ -377,22 +377,22 @@ class Lakehouse:
             for database_id in set(current.databases) | set(target.databases):
                 before, after = current.databases.get(database_id), target.databases.get(database_id)
                 if before and not after:
-                    tx._record("database", database_id, before[1], "drop")
+                    tx.record("database", database_id, before[1], "drop")
                 elif after and not before:
-                    tx._record("database", database_id, after[1], "create", restored=True)
+                    tx.record("database", database_id, after[1], "create", restored=True)
                 elif before[0] != after[0]:
-                    tx._record("database", database_id, after[1], "set properties", restored=True)
+                    tx.record("database", database_id, after[1], "set properties", restored=True)
             for table_id in set(current.tables) | set(target.tables):
                 before, after = current.tables.get(table_id), target.tables.get(table_id)
                 if before and not after:
-                    tx._record("table", table_id, current.full_name(table_id), "drop")
+                    tx.record("table", table_id, current.full_name(table_id), "drop")
                 elif after and not before:
-                    tx._record("table", table_id, after[2], "create", restored=True)
+                    tx.record("table", table_id, after[2], "create", restored=True)
                 elif before[0] != after[0]:
                     old, new = self.store.tables([before[0], after[0]]).values()
                     if old.schema_id != new.schema_id:
-                        tx._record("table", table_id, after[2], "alter column", action="restore")
-                    tx._record("table", table_id, after[2], "overwrite", restored=True)
+                        tx.record("table", table_id, after[2], "alter column", action="restore")
+                    tx.record("table", table_id, after[2], "overwrite", restored=True)
             current.databases = {k: list(v) for k, v in target.databases.items()}
             current.tables = {k: list(v) for k, v in target.tables.items()}
             current.staged_databases.clear()

@@ -19,7 +19,7 @@ from functools import partial
 from typing import Any
 
 from pyspark.errors import PySparkException
-from pyspark.sql import DataFrame, Observation
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -28,7 +28,7 @@ from .catalog.namespace import check_name, split_name
 from .catalog.schema_rules import check_widening, parse_type
 from .catalog.state import Column, CommitInfo, DatabaseState, OpInfo, Schema, TableInfo, TableState
 from .context import WriteContext
-from .storage.difference import NEW, OLD, SIDE, change_counts, counted_changes, difference, differs
+from .storage.difference import NEW, OLD, SIDE, counted_changes, difference, differs
 from .storage.layout import SEGMENT_COLUMN
 from .storage.reader import PREV_FILE, PREV_POS, ROW_FILE, ROW_POS, TableReader, quote
 from .storage.writer import first_written_in, side_by_side
@@ -126,7 +126,9 @@ class Transaction:
             merge_parent=self.merge_parent, allow_protected=self.allow_protected, finishing=self.finishing,
             fault=self.lakehouse.fault)
 
-    def _record(self, kind: str, object_id: str, name: str, op: str, **detail) -> None:
+    def record(self, kind: str, object_id: str, name: str, op: str, **detail) -> None:
+        """Note one operation of this commit (what merges and changes read back, merge/sides.py): the write
+        methods here note their own; a merge, a run landing and the Lakehouse's metadata calls note theirs."""
         self.operations.append(OpInfo(kind, object_id, name, op, detail))
 
     def _seq(self) -> int:
@@ -181,7 +183,7 @@ class Transaction:
             raise errors.AlreadyExists("database", name, self.branch)
         state = DatabaseState(None, uuid.uuid4().hex, name, dict(properties or {}))
         self.ns.put_database(state)
-        self._record("database", state.id, name, "create")
+        self.record("database", state.id, name, "create")
 
     def drop_database(self, name: str, cascade: bool = False, if_exists: bool = False) -> None:
         database_id = self.ns.database_id(name, required=not if_exists)
@@ -194,7 +196,7 @@ class Transaction:
         for table_id in contained:
             self._drop_table_id(table_id)
         self.ns.remove_database(database_id)
-        self._record("database", database_id, name, "drop")
+        self.record("database", database_id, name, "drop")
 
     def rename_database(self, old: str, new: str) -> None:
         check_name("database", new)
@@ -203,13 +205,13 @@ class Transaction:
             raise errors.AlreadyExists("database", new, self.branch)
         state = self.ns.database(database_id)
         self.ns.put_database(state.evolve(name=new))
-        self._record("database", database_id, new, "modify name", old_name=state.name)
+        self.record("database", database_id, new, "modify name", old_name=state.name)
 
     def set_database_properties(self, name: str, properties: dict) -> None:
         state = self.ns.database(self.ns.database_id(name))
         self.ns.put_database(state.evolve(properties={**state.properties, **{str(k): str(v) for k, v in
                                                                              properties.items()}}))
-        self._record("database", state.id, state.name, "set properties", properties=dict(properties))
+        self.record("database", state.id, state.name, "set properties", properties=dict(properties))
 
     def unset_database_properties(self, name: str, keys: list[str]) -> None:
         state = self.ns.database(self.ns.database_id(name))
@@ -218,7 +220,7 @@ class Transaction:
             raise errors.InvalidArgument(f"database '{name}' has no properties {missing} on branch "
                                          f"'{self.branch}': see its properties with `branchspark show`")
         self.ns.put_database(state.evolve(properties={k: v for k, v in state.properties.items() if k not in keys}))
-        self._record("database", state.id, state.name, "unset properties", keys=list(keys))
+        self.record("database", state.id, state.name, "unset properties", keys=list(keys))
 
     # -------------------------------------------------------------- tables
     def create_table(self, name: str, schema: T.StructType, partition_by=None, primary_key=None,
@@ -253,7 +255,7 @@ class Transaction:
                            schema_version.id, ({"schema_id": schema_version.id, "seq": seq, "visible": True},))
         self.ns.add_schema(schema_version, table_id)
         self.ns.put_table(state)
-        self._record("table", table_id, name, "create", columns=[c.name for c in columns],
+        self.record("table", table_id, name, "create", columns=[c.name for c in columns],
                      partition_by=list(state.partition_by), primary_key=list(state.primary_key))
 
     def create_table_as(self, name: str, df: DataFrame, partition_by=None, primary_key=None,
@@ -318,7 +320,7 @@ class Transaction:
         state = self.ns.table(table_id)
         name = self.ns.full_name(table_id)
         self.ns.remove_table(table_id)
-        self._record(state.kind, table_id, name, "drop")
+        self.record(state.kind, table_id, name, "drop")
 
     def rename_table(self, old: str, new: str) -> None:
         table_id = self.ns.table_id(old)
@@ -329,13 +331,13 @@ class Transaction:
             raise errors.AlreadyExists("table", new, self.branch)
         state = self.ns.table(table_id)
         self.ns.put_table(state.evolve(name=table_name, database_id=database_id))
-        self._record(state.kind, table_id, new, "alter name", old_name=old)
+        self.record(state.kind, table_id, new, "alter name", old_name=old)
 
     def set_table_properties(self, name: str, properties: dict) -> None:
         state = self.ns.table(self.ns.table_id(name))
         props = {str(k): str(v) for k, v in properties.items()}
         self.ns.put_table(state.evolve(properties={**state.properties, **props}))
-        self._record(state.kind, state.id, name, "alter properties", set=props)
+        self.record(state.kind, state.id, name, "alter properties", set=props)
 
     def unset_table_properties(self, name: str, keys: list[str]) -> None:
         state = self.ns.table(self.ns.table_id(name))
@@ -343,14 +345,14 @@ class Transaction:
         if missing:
             raise errors.InvalidArgument(f"table '{name}' has no properties {missing} on branch '{self.branch}'")
         self.ns.put_table(state.evolve(properties={k: v for k, v in state.properties.items() if k not in keys}))
-        self._record(state.kind, state.id, name, "alter properties", unset=list(keys))
+        self.record(state.kind, state.id, name, "alter properties", unset=list(keys))
 
     def set_partitioning(self, name: str, columns: list[str]) -> None:
         state = self._writable_table(name)
         schema = self._schema(state)
         resolved = self._resolve_columns(name, schema, columns)
         self.ns.put_table(state.evolve(partition_by=tuple(resolved)))
-        self._record("table", state.id, name, "alter partition", partition_by=resolved,
+        self.record("table", state.id, name, "alter partition", partition_by=resolved,
                      old_partition_by=list(state.partition_by))
 
     def set_primary_key(self, name: str, columns: list[str]) -> None:
@@ -364,7 +366,7 @@ class Transaction:
                 raise errors.InvalidSchemaChange(f"cannot make {resolved} the primary key of '{name}': some keys "
                                                  f"appear more than once; remove the duplicates first")
         self.ns.put_table(state.evolve(primary_key=tuple(resolved)))
-        self._record("table", state.id, name, "alter properties", primary_key=resolved)
+        self.record("table", state.id, name, "alter properties", primary_key=resolved)
 
     # ------------------------------------------------------------- columns
     def _new_schema(self, name: str, state: TableState, columns: list[Column], **detail) -> None:
@@ -372,7 +374,7 @@ class Transaction:
         self.ns.add_schema(schema, state.id)
         entry = {"schema_id": schema.id, "seq": self._seq(), "visible": True}
         self.ns.put_table(state.evolve(schema_id=schema.id, schema_history=state.schema_history + (entry,)))
-        self._record("table", state.id, name, "alter column", **detail)
+        self.record("table", state.id, name, "alter column", **detail)
 
     def add_column(self, name: str, column: str, type_, nullable: bool = True, default: str | None = None) -> None:
         state = self._writable_table(name)
@@ -550,7 +552,7 @@ class Transaction:
                                           key_checked=key_checked)
         self.ns.add_segments(segments)
         self.ns.put_table(state.evolve(segments=state.segments + tuple(s.id for s in segments)))
-        self._record("table", state.id, name, "insert", seq=seq, segments_added=[s.id for s in segments])
+        self.record("table", state.id, name, "insert", seq=seq, segments_added=[s.id for s in segments])
 
     def _filtered(self, name: str, state: TableState, predicate: str | None) -> DataFrame:
         rows = self.reader.read(state, with_row_ids=True)
@@ -578,7 +580,7 @@ class Transaction:
         if tombstone is None:
             return 0
         self.ns.put_table(state.evolve(tombstones=state.tombstones + (tombstone.id,)))
-        self._record("table", state.id, name, "delete", seq=seq, predicate=predicate,
+        self.record("table", state.id, name, "delete", seq=seq, predicate=predicate,
                      tombstones_added=[tombstone.id], segments_touched=first_written_in(tombstone),
                      rows=tombstone.row_count)
         return tombstone.row_count
@@ -607,7 +609,7 @@ class Transaction:
         self.ns.add_segments(segments)
         self.ns.put_table(state.evolve(segments=state.segments + tuple(s.id for s in segments),
                                        tombstones=state.tombstones + (tombstone.id,)))
-        self._record("table", state.id, name, "update", seq=seq, predicate=predicate, set=dict(resolved),
+        self.record("table", state.id, name, "update", seq=seq, predicate=predicate, set=dict(resolved),
                      tombstones_added=[tombstone.id], segments_added=[s.id for s in segments],
                      segments_touched=first_written_in(tombstone), rows=tombstone.row_count)
         return tombstone.row_count
@@ -639,10 +641,10 @@ class Transaction:
         self.ns.put_table(state.evolve(segments=state.segments + tuple(s.id for s in segments),
                                        tombstones=tombstones))
         if tombstone is not None:
-            self._record("table", state.id, name, "update", seq=seq, key=resolved, tombstones_added=[tombstone.id],
+            self.record("table", state.id, name, "update", seq=seq, key=resolved, tombstones_added=[tombstone.id],
                          segments_touched=first_written_in(tombstone), rows=tombstone.row_count)
         if segments:
-            self._record("table", state.id, name, "insert", seq=seq, segments_added=[s.id for s in segments])
+            self.record("table", state.id, name, "insert", seq=seq, segments_added=[s.id for s in segments])
 
     def _discarding(self, staged: list, action):
         """Run `action`; if it fails, delete the files of `staged` (segments no commit will reference)."""
@@ -665,11 +667,9 @@ class Transaction:
             changed = difference(old, written, [c.name for c in schema.columns])
             if changed is None:
                 return None
-            observed = Observation()
-            # Change-sized: read by both writes. Its job also counts what changed (observed metrics).
-            changed = changed.observe(observed, *change_counts()).localCheckpoint()
+            changed = changed.cache()  # change-sized, read by both writes; filled by the job that counts it
             try:
-                summary, added = counted_changes(observed, changed)
+                summary, added = counted_changes(changed)
                 keep_staged = added and added == writer.row_count(staged)  # every new row is added
                 writes = {}
                 if summary.rows:
@@ -715,7 +715,7 @@ class Transaction:
         if changed is None:  # values that cannot be compared: the new rows replace the table's segments
             self.ns.add_segments(staged)
             self.ns.put_table(state.evolve(segments=tuple(s.id for s in staged), tombstones=()))
-            self._record("table", state.id, name, "overwrite", seq=seq, segments_added=[s.id for s in staged],
+            self.record("table", state.id, name, "overwrite", seq=seq, segments_added=[s.id for s in staged],
                          segments_removed=list(state.segments), tombstones_removed=list(state.tombstones))
             return
         self._commit_overwrite(name, state, seq, *changed)
@@ -728,7 +728,7 @@ class Transaction:
         self.ns.add_segments(segments)
         self.ns.put_table(state.evolve(segments=state.segments + tuple(s.id for s in segments),
                                        tombstones=state.tombstones + ((tombstone.id,) if tombstone else ())))
-        self._record("table", state.id, name, "overwrite", seq=seq, difference=True, **detail,
+        self.record("table", state.id, name, "overwrite", seq=seq, difference=True, **detail,
                      segments_added=[s.id for s in segments],
                      tombstones_added=[tombstone.id] if tombstone else [],
                      segments_touched=first_written_in(tombstone) if tombstone else [],
@@ -746,7 +746,7 @@ class Transaction:
                                                             fault=self.lakehouse.fault)
         self.ns.add_segments(segments)
         self.ns.put_table(state.evolve(segments=tuple(s.id for s in segments), tombstones=()))
-        self._record("table", state.id, name, op, seq=seq, segments_added=[s.id for s in segments],
+        self.record("table", state.id, name, op, seq=seq, segments_added=[s.id for s in segments],
                      segments_removed=list(state.segments), tombstones_removed=list(state.tombstones))
 
     def _overwrite_partitions(self, name: str, state: TableState, rows: DataFrame, partitions,
@@ -820,11 +820,11 @@ class Transaction:
             if existing.kind != "view" or not replace:
                 raise errors.AlreadyExists(existing.kind, name, self.branch)
             self.ns.put_table(existing.evolve(view_sql=sql))
-            self._record("view", table_id, name, "alter view")
+            self.record("view", table_id, name, "alter view")
             return
         state = TableState(None, uuid.uuid4().hex, database_id, view_name, "view", view_sql=sql)
         self.ns.put_table(state)
-        self._record("view", state.id, name, "create")
+        self.record("view", state.id, name, "create")
 
     # ------------------------------------------------------------- restore
     def restore_table(self, name: str, source_state: TableState, source_database: str) -> None:
@@ -838,11 +838,11 @@ class Transaction:
         restored = source_state.evolve(database_id=self.ns.database_id(source_database))
         self.ns.put_table(restored)
         if current is None:
-            self._record(restored.kind, restored.id, name, "create", restored=True)
+            self.record(restored.kind, restored.id, name, "create", restored=True)
         elif current.schema_id != restored.schema_id:
-            self._record("table", restored.id, name, "alter column", action="restore")
+            self.record("table", restored.id, name, "alter column", action="restore")
         if restored.kind == "table":
-            self._record("table", restored.id, name, "overwrite", restored=True,
+            self.record("table", restored.id, name, "overwrite", restored=True,
                          segments_added=[s for s in restored.segments if not current or s not in current.segments],
                          segments_removed=[s for s in (current.segments if current else ())
                                            if s not in restored.segments])

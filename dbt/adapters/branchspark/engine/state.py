@@ -54,6 +54,14 @@ def idle_timeout_setting() -> float:
     return parse_duration(os.environ.get(IDLE_ENV, DEFAULT_IDLE_SECONDS))
 
 
+
+WARMUP_ENV = "BRANCHSPARK_ENGINE_WARMUP"
+
+
+def warmup_wanted() -> bool:
+    """Whether a new engine warms itself up (engine/warmup.py); BRANCHSPARK_ENGINE_WARMUP=0 says no."""
+    return os.environ.get(WARMUP_ENV, "1") != "0"
+
 @dataclasses.dataclass
 class EngineState:
     supervisor_pid: int
@@ -67,6 +75,7 @@ class EngineState:
     spark_version: str = ""
     memory: str = ""
     master: str = ""
+    warmed_at: Optional[float] = None  # when its warm-up (engine/warmup.py) ended; -1: it failed
 
     @property
     def url(self) -> str:

@@ -19,7 +19,7 @@ import pyspark
 
 from ..core.storage import deletion_vectors
 from .lifecycle import CONNECT_SERVER_CLASS, client_identity, probe
-from .state import EngineHome, EngineState
+from .state import EngineHome, EngineState, warmup_wanted
 
 CHECK_EVERY = float(os.environ.get("BRANCHSPARK_ENGINE_CHECK_INTERVAL", "2"))
 
@@ -82,6 +82,7 @@ def main(root: str, port: int, idle_timeout: float, memory: str, master: str) ->
         else:
             time.sleep(0.5)
 
+    warmup = _start_warmup(home, env) if state.ready_at and warmup_wanted() else None
     reason = ""
     while not stopping and jvm.poll() is None:
         time.sleep(CHECK_EVERY)
@@ -89,6 +90,9 @@ def main(root: str, port: int, idle_timeout: float, memory: str, master: str) ->
         if current is None or current.supervisor_pid != os.getpid():
             reason = "engine.json no longer names this engine"
             break
+        if warmup is not None and warmup.poll() is not None:
+            _record_warmup(home, state.started_at, warmup.returncode == 0)
+            warmup = None
         if home.idle_seconds(current) < current.idle_timeout:
             continue
         # stop only under the lock, so that no client attaches while the engine goes down
@@ -97,6 +101,9 @@ def main(root: str, port: int, idle_timeout: float, memory: str, master: str) ->
                 reason = f"idle for {current.idle_timeout:.0f} s"
                 _end(jvm)
                 home.clear(os.getpid())
+    if warmup is not None and warmup.poll() is None:
+        warmup.kill()
+        warmup.wait()
     if jvm.poll() is not None and not reason:
         reason = f"the JVM exited with code {jvm.returncode}"
     elif not reason:
@@ -105,6 +112,26 @@ def main(root: str, port: int, idle_timeout: float, memory: str, master: str) ->
     home.clear(os.getpid())
     log(f"stopped: {reason}")
     return 0 if state.ready_at else 1
+
+
+def _start_warmup(home: EngineHome, env: dict) -> subprocess.Popen:
+    """engine/warmup.py in its own process (its output goes to the engine's log, as this one's does)."""
+    log("warming up (BRANCHSPARK_ENGINE_WARMUP=0 turns this off)")
+    client_env = {k: v for k, v in env.items() if k != "SPARK_CONNECT_AUTHENTICATE_TOKEN"}
+    return subprocess.Popen([sys.executable, "-m", "dbt.adapters.branchspark.engine.warmup", str(home.root)],
+                            env=client_env, stdin=subprocess.DEVNULL, cwd=home.root)
+
+
+def _record_warmup(home: EngineHome, started_at: float, done: bool) -> None:
+    """engine.json notes when the warm-up ended (`branchspark engine status` shows it)."""
+    try:
+        with home.locked(timeout=10):
+            current = home.read()
+            if current is not None and current.supervisor_pid == os.getpid():
+                current.warmed_at = time.time() if done else -1.0
+                home.write(current)
+    except Exception as error:  # only the status line misses it
+        log(f"could not record the warm-up's end: {error}")
 
 
 def _end(jvm: subprocess.Popen) -> None:

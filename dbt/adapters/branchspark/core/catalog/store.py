@@ -19,12 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
-from alembic.util.exc import CommandError as AlembicError
-from sqlalchemy import create_engine, event, insert, inspect, select, update
+from sqlalchemy import create_engine, delete, event, insert, inspect, select, text, update
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.pool import NullPool
@@ -47,6 +42,12 @@ from .state import (
 
 MAIN = "main"
 _MIGRATIONS = Path(__file__).parent / "migrations"
+# The catalog schema's revisions, oldest first: each migration file's name starts with its alembic revision
+# (tests/core/test_catalog_revisions.py checks that alembic agrees). Known without alembic, which only
+# creating or upgrading a catalog needs: every invocation opens a catalog, and importing alembic (with the
+# SQL dialects it loads) would cost each about 0.1 s.
+KNOWN_REVISIONS = tuple(sorted(p.name.split("_", 1)[0] for p in (_MIGRATIONS / "versions").glob("[0-9]*_*.py")))
+CATALOG_REVISION = KNOWN_REVISIONS[-1]  # what this version of branchspark writes
 _ONE_MICROSECOND = 1
 # Phases of a bs_paused_merges row that hold nothing (merge/paused.py); any other phase is an open merge.
 _SETTLED_PHASES = ("not started", "finished")
@@ -113,7 +114,7 @@ class CatalogStore:
         self.url = url
         self._cache: dict[tuple[str, str], object] = {}
         self._cache_lock = threading.Lock()
-        self.revision = _script_directory().get_current_head()  # what an opened catalog is at (binding.py)
+        self.revision = CATALOG_REVISION  # what an opened catalog is at (binding.py)
         self.upgraded_from: str | None = None  # set when `branchspark upgrade` migrated it
         with self._reaching():
             self.engine = make_engine(url)
@@ -149,7 +150,7 @@ class CatalogStore:
 
     def status(self) -> CatalogStatus:
         """Whether the URL holds a branchspark catalog, and at which revision; reads only."""
-        head = _script_directory().get_current_head()
+        head = CATALOG_REVISION
         sqlite_file = self._sqlite_file()
         if sqlite_file and not os.path.exists(sqlite_file):  # connecting would create it
             return CatalogStatus("missing", head=head)
@@ -159,15 +160,12 @@ class CatalogStore:
                 return CatalogStatus("empty", head=head)
             if "alembic_version" not in tables or m.Branch.__tablename__ not in tables:
                 return CatalogStatus("foreign", head=head)
-            revision = MigrationContext.configure(conn).get_current_revision()
+            revision = conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
         return CatalogStatus("catalog", revision, head)
 
     @staticmethod
     def is_known_revision(revision: str | None) -> bool:
-        try:
-            return revision is not None and _script_directory().get_revision(revision) is not None
-        except AlembicError:
-            return False
+        return revision in KNOWN_REVISIONS
 
     def create(self) -> None:
         """Create the catalog's tables and its first commit (idempotent: a second creator finds it made)."""
@@ -181,6 +179,10 @@ class CatalogStore:
         self._migrate(bootstrap=False)
 
     def _migrate(self, bootstrap: bool) -> None:
+        # Only here: see KNOWN_REVISIONS (tests/core/test_imports.py lists this import and why).
+        from alembic import command
+        from alembic.config import Config
+
         config = Config()
         config.set_main_option("script_location", str(_MIGRATIONS))
         with self._reaching(), self._write() as conn, conn.begin():
@@ -401,6 +403,34 @@ class CatalogStore:
         if row is not None and row.phase not in _SETTLED_PHASES and row.id != finishing:
             raise errors.MergeInProgress(branch, row.kind, row.src, row.phase)
 
+    # ------------------------------------------------------------ paused merges (merge/paused.py)
+    def paused_merge_row(self, dest: str):
+        """The bs_paused_merges row of `dest`, or None."""
+        with self.engine.connect() as conn:
+            return conn.execute(select(m.PausedMerge).where(m.PausedMerge.dest == dest)).first()
+
+    def paused_merge_dests(self) -> list[str]:
+        with self.engine.connect() as conn:
+            return list(conn.execute(select(m.PausedMerge.dest)).scalars())
+
+    def save_paused_merge(self, dest: str, values: dict) -> None:
+        """Insert or replace the row of `dest`, under the catalog's lock; a row of another paused merge that
+        is still open is not replaced (InvalidArgument)."""
+        with self._write() as conn, conn.begin():
+            self._lock_catalog(conn)
+            current = conn.execute(select(m.PausedMerge.id, m.PausedMerge.phase)
+                                   .where(m.PausedMerge.dest == dest)).first()
+            if current is None:
+                conn.execute(insert(m.PausedMerge).values(dest=dest, created_at=utcnow(), **values))
+            elif current.id != values["id"] and current.phase not in _SETTLED_PHASES:
+                raise errors.InvalidArgument(f"another merge into '{dest}' is paused: continue or abort it first")
+            else:
+                conn.execute(update(m.PausedMerge).where(m.PausedMerge.dest == dest).values(**values))
+
+    def remove_paused_merge(self, dest: str) -> None:
+        with self._write() as conn, conn.begin():
+            conn.execute(delete(m.PausedMerge).where(m.PausedMerge.dest == dest))
+
     def pinned_commits(self) -> list[str]:
         """Commits that hold files although no branch points at them: those a paused merge or rebase
         reads or has written (its src head, dest head, and a rebase's replayed commits)."""
@@ -545,12 +575,6 @@ class CatalogStore:
     def all_table_version_ids(self) -> set[str]:
         with self.engine.connect() as conn:
             return set(conn.execute(select(m.TableVersion.id)).scalars())
-
-
-def _script_directory() -> ScriptDirectory:
-    config = Config()
-    config.set_main_option("script_location", str(_MIGRATIONS))
-    return ScriptDirectory.from_config(config)
 
 
 def _chunks(items: list, size: int) -> Iterator[list]:

@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 
 from .. import errors
 from ..merge.base import merge_base
-from ..merge.merger import ConflictPolicy, ThreeWayMerge
+from ..merge.merger import ThreeWayMerge
 from ..merge.report import Conflict, MergeResult
 from ..storage.reader import quote
 from ..context import WriteContext
@@ -48,7 +48,7 @@ def preview_merge(lakehouse: WriteContext, src: str, dest: str, wanted_names: se
     if base == dest_head:
         return MergePreview(src, dest, "fast-forward")
     try:
-        planner = ThreeWayMerge(lakehouse, src, src_commit.id, dest, base, ConflictPolicy(), None, None)
+        planner = ThreeWayMerge(lakehouse, src, src_commit.id, dest, base)
     except errors.MergeInProgress as exc:
         return MergePreview(src, dest, "paused", note=str(exc))
     result = MergeResult(src, dest, base, "merge", "dry-run")

@@ -22,7 +22,7 @@ from ..context import WriteContext
 from . import paused as P
 from .conflict_tables import (SCHEMA_COLUMNS, SCHEMA_TABLE, assignments, relation_from_decided,
                               schema_view_name, view_name, safe_name)
-from .merger import ConflictPolicy, ThreeWayMerge
+from .merger import ConflictPolicy, MergeOptions, ThreeWayMerge
 from .rebase import drop_scratch
 from .report import Conflict, MergeResult
 from .rules import ROW_RULES
@@ -51,16 +51,15 @@ def _result(paused: P.PausedMerge, status: str) -> MergeResult:
                        status)
 
 
-def _planner(lakehouse, paused: P.PausedMerge, drivers):
+def _planner(lakehouse, paused: P.PausedMerge, drivers, plan_data: bool = True):
     policy = ConflictPolicy("abort", {k.lower(): v for k, v in paused.takes.items()})
-    planner = ThreeWayMerge(lakehouse, paused.src, paused.src_head, paused.dest, paused.base, policy,
-                            paused.state.get("message"), paused.state.get("author"), finishing=paused.id)
-    planner.schema_choices = {k.lower(): v for k, v in paused.state.get("schema_choices", {}).items()}
-    planner.drivers = drivers or {}
-    planner.views = tuple(paused.state.get("views", ()))
-    planner.keyless_rows = True
-    planner.resolutions = {name: read_relation(lakehouse, paused, name) for name in paused.relations}
-    return planner
+    options = MergeOptions(
+        policy, paused.state.get("message"), paused.state.get("author"), drivers or {},
+        tuple(paused.state.get("views", ())),
+        schema_choices={k.lower(): v for k, v in paused.state.get("schema_choices", {}).items()},
+        resolutions={name: read_relation(lakehouse, paused, name) for name in paused.relations},
+        keyless_rows=True, plan_data=plan_data, finishing=paused.id)
+    return ThreeWayMerge(lakehouse, paused.src, paused.src_head, paused.dest, paused.base, options)
 
 
 def _is_row_conflict(conflict: Conflict, planner) -> bool:
@@ -73,8 +72,7 @@ def _advance(lakehouse, paused: P.PausedMerge, drivers, continuing: bool) -> Mer
     phase = paused.phase
     if phase in (P.NOT_STARTED, P.INSPECTING_SCHEMA, P.RESOLVING_SCHEMA):
         result = _result(paused, "paused")
-        planner = _planner(lakehouse, paused, drivers)
-        planner.plan_data = False
+        planner = _planner(lakehouse, paused, drivers, plan_data=False)
         planner.plan(result)
         planner.release()
         paused.state["schema_rows"] = planner.schema_rows

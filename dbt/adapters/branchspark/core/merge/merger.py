@@ -12,7 +12,8 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from functools import partial
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from .. import errors
 from ..catalog.namespace import Namespace
@@ -69,9 +70,8 @@ def three_way_merge(lakehouse: WriteContext, src: str | None, dest: str, policy:
         ahead = len(side_since(store, dest_info.head, base).commits)
         raise errors.InvalidArgument(f"cannot fast-forward '{dest}' to '{src}': '{dest}' has {ahead} commit(s) "
                                      f"since their merge base that '{src}' lacks; use strategy merge or auto")
-    planner = ThreeWayMerge(lakehouse, src, src_commit.id, dest, base, policy, message, author)
-    planner.drivers = drivers or {}
-    planner.views = tuple(views or ())
+    planner = ThreeWayMerge(lakehouse, src, src_commit.id, dest, base,
+                            MergeOptions(policy, message, author, drivers or {}, tuple(views or ())))
     planner.plan(result)
     if dry_run:
         result.status = "dry-run"
@@ -121,31 +121,47 @@ class TablePlan:
     schema_changed: bool
 
 
+@dataclass(frozen=True)
+class MergeOptions:
+    """How one merge plans and commits, fixed before it starts: what each path that merges (merge, a paused
+    merge, rebase, run landing, commit replay, preview) chooses."""
+
+    policy: ConflictPolicy = field(default_factory=ConflictPolicy)
+    message: str | None = None
+    author: str | None = None
+    drivers: Mapping[str, Any] = field(default_factory=dict)  # table -> merge driver (merge/drivers.py)
+    views: tuple[str, ...] = ()  # src's views to carry as well (merge/views.py)
+    # A paused merge (merge/interactive.py): the choices made while paused, and what to capture.
+    schema_choices: Mapping[str, str] = field(default_factory=dict)  # table -> ours | theirs for its columns
+    resolutions: Mapping[str, Any] = field(default_factory=dict)  # table -> its conflict relation
+    # True in a paused merge: keyless A1/A3 conflicts are decided row by row, and every keyed table's rows
+    # are decided one by one (never shared as they are), so it can show them.
+    keyless_rows: bool = False
+    plan_data: bool = True  # False: stop each table after its schema (an interactive merge's first pause)
+    finishing: str | None = None  # the id of the paused merge this plan belongs to
+    # False: the result is one plain commit, as if written on dest's head (commit replay), not a merge commit.
+    merge_commit: bool = True
+    allow_protected: bool = True  # a merge may write a protected branch; a replayed write only if it could
+
+
 class ThreeWayMerge:
     def __init__(self, lakehouse: WriteContext, src_label: str, src_head: str, dest: str, base: str,
-                 policy: ConflictPolicy, message: str | None, author: str | None, finishing: str | None = None):
-        """`finishing`: the id of the paused merge this plan belongs to (merge/interactive.py)."""
+                 options: MergeOptions = MergeOptions()):
         self.lakehouse = lakehouse
+        self.options = options
         store = lakehouse.store
-        self.tx = Transaction(lakehouse, dest, message or f"merge {src_label} into {dest}", author,
-                              allow_protected=True, finishing=finishing)
-        self.tx.merge_parent = src_head
+        self.tx = Transaction(lakehouse, dest, options.message or f"merge {src_label} into {dest}", options.author,
+                              allow_protected=options.allow_protected, finishing=options.finishing)
+        if options.merge_commit:
+            self.tx.merge_parent = src_head
+        else:
+            self.tx.auto_retry = False  # the replay loop retries, not this transaction
         self.ns = self.tx.ns
         self.base = Namespace(store, store.root(base), f"merge base {base[:12]}")
         self.src = Namespace(store, store.root(src_head), src_label)
         self.dest = Namespace(store, store.root(self.tx.base_head), dest)
         self.src_side = side_since(store, src_head, base)
         self.dest_side = side_since(store, self.tx.base_head, base)
-        self.policy = policy
-        # Set by a paused merge (merge/interactive.py): choices made while paused, and what to capture.
-        self.schema_choices: dict[str, str] = {}  # table -> ours | theirs for its columns
-        self.drivers: dict = {}  # table -> merge driver (merge/drivers.py)
-        self.views: tuple[str, ...] = ()  # src's views to carry as well (merge/views.py)
-        self.resolutions: dict = {}  # table -> its conflict relation (merge/conflict_tables.py)
-        # True in a paused merge: keyless A1/A3 conflicts are decided row by row, and every keyed table's rows
-        # are decided one by one (never shared as they are), so it can show them.
-        self.keyless_rows = False
-        self.plan_data = True  # False: stop each table after its schema (an interactive merge's first pause)
         self.schema_rows: list[dict] = []  # base/ours/theirs/merged schema of each table both sides changed
         self.data_plans: dict[str, DataPlan] = {}  # table -> its plan of rows decided one by one
         self.tables: dict[str, TablePlan] = {}
@@ -157,14 +173,14 @@ class ThreeWayMerge:
         self.result = result
         self._plan_databases()
         self._plan_tables()
-        plan_views(self, self.views)
+        plan_views(self, self.options.views)
         for database_id in self.drop_databases:
             if any(db == database_id for _, db, _ in self.ns.tables.values()):
                 self._conflict(result, Conflict("database", self.dest.databases[database_id][1], "drop", "create table",
                                                 Rule.CONFLICT, "dest created tables in it"), None)
             elif database_id in self.ns.databases:
                 self.ns.remove_database(database_id)
-                self.tx._record("database", database_id, self.dest.databases[database_id][1], "drop")
+                self.tx.record("database", database_id, self.dest.databases[database_id][1], "drop")
 
     def _conflict(self, result: MergeResult, conflict: Conflict, prefer: str | None) -> bool:
         """Report a conflict, or note it as settled; True when it stands (the object is left alone)."""
@@ -185,7 +201,7 @@ class ThreeWayMerge:
         ids = sorted(set(self.base.databases) | set(self.src.databases) | set(self.dest.databases))
         for database_id in ids:
             base, src, dest = (self._state(ns, "database", database_id) for ns in (self.base, self.src, self.dest))
-            prefer = self.policy.prefer(src.name if src else dest.name if dest else "")
+            prefer = self.options.policy.prefer(src.name if src else dest.name if dest else "")
             if base is None:
                 if src is None or dest is not None:
                     continue
@@ -195,7 +211,7 @@ class ThreeWayMerge:
                                                        "same name, different id"), prefer) or prefer == "ours":
                         continue
                 self.ns.adopt_database(src)
-                self.tx._record("database", database_id, src.name, "create", merged=True)
+                self.tx.record("database", database_id, src.name, "create", merged=True)
                 result.outcomes.append(Outcome("database", src.name, "added"))
                 continue
             src_ops = matrix_ops(self.src_side.database(database_id).ops)
@@ -221,9 +237,9 @@ class ThreeWayMerge:
             if (merged.name, merged.properties) != (dest.name, dest.properties):
                 self.ns.put_database(merged)
                 if merged.name != dest.name:
-                    self.tx._record("database", database_id, merged.name, "modify name", old_name=dest.name)
+                    self.tx.record("database", database_id, merged.name, "modify name", old_name=dest.name)
                 if merged.properties != dest.properties:
-                    self.tx._record("database", database_id, merged.name, "set properties",
+                    self.tx.record("database", database_id, merged.name, "set properties",
                                     properties=dict(merged.properties))
                 result.outcomes.append(Outcome("database", merged.name, "merged"))
 
@@ -240,7 +256,7 @@ class ThreeWayMerge:
                 continue  # only databases and tables merge (SPEC 3)
             name = (self._full_name(self.src, src) if src else self._full_name(self.dest, dest) if dest
                     else self._full_name(self.base, base))
-            prefer = self.policy.prefer(name)
+            prefer = self.options.policy.prefer(name)
             if base is None:
                 if src is not None and dest is None:
                     self._add_new_table(src, name, prefer)
@@ -251,7 +267,7 @@ class ThreeWayMerge:
             if src is None:
                 if dest is not None:
                     self.ns.remove_table(table_id)
-                    self.tx._record("table", table_id, name, "drop")
+                    self.tx.record("table", table_id, name, "drop")
                     result.outcomes.append(Outcome("table", name, "dropped"))
                 continue
             if dest is None:
@@ -275,11 +291,11 @@ class ThreeWayMerge:
                               prefer) or prefer == "ours":
                 return
             self.ns.remove_table(clash)  # theirs: src's table replaces dest's
-            self.tx._record("table", clash, name, "drop")
+            self.tx.record("table", clash, name, "drop")
         self.ns.adopt_table(src)
-        self.tx._record("table", src.id, name, "create", merged=True)
+        self.tx.record("table", src.id, name, "create", merged=True)
         if src.segments:
-            self.tx._record("table", src.id, name, "insert", segments_added=list(src.segments),
+            self.tx.record("table", src.id, name, "insert", segments_added=list(src.segments),
                             tombstones_added=list(src.tombstones))
         result.outcomes.append(Outcome("table", name, "added"))
 
@@ -288,11 +304,11 @@ class ThreeWayMerge:
         result = self.result
         primary_key = _three_way(base.primary_key, src.primary_key, dest.primary_key)
         keyed = bool(primary_key)
-        driver = drivers_for(self.drivers, name)
+        driver = drivers_for(self.options.drivers, name)
         # A keyless table's A1/A3 conflicts are decided row by row where a paused merge can show them or a
         # driver can settle them; after a whole overwrite on src there are no rows of the base left to pair.
         # on_conflict settles only the rows that conflict, so it too decides them one by one.
-        by_row = (not keyed and (self.keyless_rows or driver is not None or prefer is not None)
+        by_row = (not keyed and (self.options.keyless_rows or driver is not None or prefer is not None)
                   and not src_changes.whole_overwrite)
         by_count = not keyed and rows_merge_by_count(src_changes, dest_changes)
         contested = contested_segments(src_changes, dest_changes) if by_row and not by_count else {}
@@ -310,7 +326,7 @@ class ThreeWayMerge:
         dest_wrote = bool(dest_changes.ops & {"insert", "update", "overwrite"})
         base_schema, src_schema, dest_schema = (self.ns.schema(s.schema_id) for s in (base, src, dest))
         schema = merge_schemas(name, base_schema, src_schema, dest_schema, src_wrote, dest_wrote,
-                               self.schema_choices.get(name.lower(), prefer))
+                               self.options.schema_choices.get(name.lower(), prefer))
         if conflicts or schema.conflicts or len({base_schema.id, src_schema.id, dest_schema.id}) > 1:
             self.schema_rows.append(schema_row(name, base_schema, dest_schema, src_schema, schema.columns,
                                                conflicts + schema.conflicts))
@@ -319,9 +335,9 @@ class ThreeWayMerge:
             result.conflicts += conflicts
             return
         result.resolved += conflicts
-        if name.lower() not in self.schema_choices:  # a paused merge's own choices are not on_conflict's
+        if name.lower() not in self.options.schema_choices:  # a paused merge's own choices are not on_conflict's
             result.resolved += schema.settled
-        if not self.plan_data:
+        if not self.options.plan_data:
             return
         # Attributes: a side's change wins over the base; where both changed, src's is replayed last.
         props = _merge_properties(base.properties, src.properties, dest.properties)
@@ -349,15 +365,19 @@ class ThreeWayMerge:
         # row src changed is the same in the merged columns (then it must not be listed as changed).
         inputs = TableInputs(name, base, src, dest, src_changes, dest_changes, merged_schema, primary_key)
         merger = DataMerger(TableReader(self.lakehouse.spark, self.lakehouse.warehouse, self.ns), self.ns)
-        as_src = not (by_count or keyed and src_rows_may_come_back(src_changes, base_schema, src_schema, merged_schema)
+        # A count merge keeps src's rows out of the merge commit where they equal the base's in the merged columns;
+        # counted from records that a merge commit of src's made against another base (merging back) it would go
+        # wrong, and dest having changed nothing, src's version is the merge's.
+        as_src = not (by_count and not src_changes.merged
+                      or keyed and src_rows_may_come_back(src_changes, base_schema, src_schema, merged_schema)
                       and merger.src_rows_come_back(inputs))
         if src_dml and not dest_changes.ops & set(TABLE_DML) and as_src:
             state = state.evolve(segments=src.segments, tombstones=src.tombstones)
         elif src_dml:
             if keyed:
-                data = merger.keyed(inputs, prefer, driver, self.resolutions.get(name), share=not self.keyless_rows)
+                data = merger.keyed(inputs, prefer, driver, self.options.resolutions.get(name), share=not self.options.keyless_rows)
             else:
-                data = merger.keyless(inputs, contested, prefer, driver, self.resolutions.get(name))
+                data = merger.keyless(inputs, contested, prefer, driver, self.options.resolutions.get(name))
             if data.decided is not None:
                 self.data_plans[name] = data
             if data.conflicts and prefer is None:
@@ -440,7 +460,7 @@ class ThreeWayMerge:
                         # Rows decided one by one: record every segment the merge's tombstone touched (src's
                         # images among them), so a later merge sees dest's change to them (A1/A3).
                         detail["segments_touched"] = sorted(set(detail["segments_touched"]) | set(touched))
-                self.tx._record("table", table_id, name, op, merged=True, **detail)
+                self.tx.record("table", table_id, name, op, merged=True, **detail)
         return self.tx.commit().id
 
     def _write_files(self, seq: int) -> dict:

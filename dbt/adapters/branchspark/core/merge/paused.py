@@ -11,10 +11,7 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from sqlalchemy import delete, insert, select, update
-
 from .. import errors
-from ..catalog import models as m
 from ..catalog.store import CatalogStore, utcnow
 
 # The phases of SPEC 3.6, in order; "inspecting" phases happen only in an interactive merge.
@@ -64,8 +61,7 @@ class PausedMerge:
 
 
 def load(store: CatalogStore, dest: str) -> PausedMerge | None:
-    with store.engine.connect() as conn:
-        row = conn.execute(select(m.PausedMerge).where(m.PausedMerge.dest == dest)).first()
+    row = store.paused_merge_row(dest)
     if row is None:
         return None
     return PausedMerge(row.dest, row.kind, row.src, row.src_head, row.dest_head, row.base, row.phase,
@@ -74,9 +70,7 @@ def load(store: CatalogStore, dest: str) -> PausedMerge | None:
 
 def open_merges(store: CatalogStore) -> list[PausedMerge]:
     """Every paused merge or rebase, one per destination branch."""
-    with store.engine.connect() as conn:
-        dests = conn.execute(select(m.PausedMerge.dest)).scalars().all()
-    return [p for p in (load(store, d) for d in dests) if p is not None and p.open]
+    return [p for p in (load(store, d) for d in store.paused_merge_dests()) if p is not None and p.open]
 
 
 def require_open(store: CatalogStore, dest: str) -> PausedMerge:
@@ -89,21 +83,11 @@ def require_open(store: CatalogStore, dest: str) -> PausedMerge:
 
 def save(store: CatalogStore, paused: PausedMerge) -> None:
     """Insert or replace the row of `paused.dest` (a finished or new merge replaces the old row)."""
-    values = {"id": paused.id, "kind": paused.kind, "src": paused.src, "src_head": paused.src_head,
-              "dest_head": paused.dest_head, "base": paused.base, "phase": paused.phase,
-              "state": paused.state, "updated_at": utcnow()}
-    with store._write() as conn, conn.begin():
-        store._lock_catalog(conn)
-        current = conn.execute(select(m.PausedMerge.id, m.PausedMerge.phase)
-                               .where(m.PausedMerge.dest == paused.dest)).first()
-        if current is None:
-            conn.execute(insert(m.PausedMerge).values(dest=paused.dest, created_at=utcnow(), **values))
-        elif current.id != paused.id and current.phase not in (NOT_STARTED, FINISHED):
-            raise errors.InvalidArgument(f"another merge into '{paused.dest}' is paused: continue or abort it first")
-        else:
-            conn.execute(update(m.PausedMerge).where(m.PausedMerge.dest == paused.dest).values(**values))
+    store.save_paused_merge(paused.dest, {
+        "id": paused.id, "kind": paused.kind, "src": paused.src, "src_head": paused.src_head,
+        "dest_head": paused.dest_head, "base": paused.base, "phase": paused.phase, "state": paused.state,
+        "updated_at": utcnow()})
 
 
 def remove(store: CatalogStore, dest: str) -> None:
-    with store._write() as conn, conn.begin():
-        conn.execute(delete(m.PausedMerge).where(m.PausedMerge.dest == dest))
+    store.remove_paused_merge(dest)

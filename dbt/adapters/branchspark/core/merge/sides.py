@@ -31,6 +31,9 @@ class ObjectChanges:
     whole_overwrite: bool = False  # an overwrite that replaced every segment (catalogs before overwrites by difference)
     overwrite_tombstones: list[str] = field(default_factory=list)  # the rows its overwrites removed (by difference)
     merged_tombstones: list[str] = field(default_factory=list)  # tombstones its merge commits added
+    # A merge commit of the side changed it: its records then describe that merge against its own first parent,
+    # not against this merge's base (merging back), so only the side's version of the table says what it holds.
+    merged: bool = False
     row_commits: int = 0  # commits that changed its rows (a row changed and changed back needs two)
 
     @property
@@ -82,6 +85,7 @@ def side_since(store: CatalogStore, head: str, base: str) -> Side:
             changes.tombstones_removed.update(detail.get("tombstones_removed", []))
             if len(commit.parents) > 1:
                 changes.merged_tombstones += detail.get("tombstones_added", [])
+                changes.merged = True
             if op.op == "compaction":
                 changes.segments_compacted.update(detail.get("segments_removed", []))
             if op.op in ("update", "delete"):

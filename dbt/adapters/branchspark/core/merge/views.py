@@ -49,7 +49,7 @@ def plan_views(planner, names) -> None:
         base_view = _base_view(planner.base, src_view, name)
         base_sql = base_view.view_sql if base_view else None
         dest = _view(planner.ns, name)
-        prefer = planner.policy.prefer(name)
+        prefer = planner.options.policy.prefer(name)
         if dest is None:
             if base_sql is None:
                 _take(planner, src_view, name, None, "added")
@@ -84,12 +84,12 @@ def _take(planner, src_view: TableState, name: str, dest: TableState | None, act
         return
     if dest is not None and dest.id != src_view.id:
         ns.remove_table(dest.id)
-        planner.tx._record(dest.kind, dest.id, name, "drop")
+        planner.tx.record(dest.kind, dest.id, name, "drop")
     state = src_view if src_view.database_id == database_id else src_view.evolve(database_id=database_id)
     if state.version_id is None:
         ns.put_table(state)
     else:
         ns.adopt_table(state)
     created = dest is None or dest.id != src_view.id
-    planner.tx._record(VIEW, src_view.id, name, "create" if created else "alter view", merged=True)
+    planner.tx.record(VIEW, src_view.id, name, "create" if created else "alter view", merged=True)
     planner.result.outcomes.append(Outcome(VIEW, name, action))

@@ -10,8 +10,7 @@ One shuffle on the rows' values, in Spark; the result holds only the changed row
 """
 from __future__ import annotations
 
-from pyspark.errors import PySparkException
-from pyspark.sql import Column, DataFrame, Observation, Window
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -106,17 +105,13 @@ def change_counts() -> list[Column]:
             F.collect_set(F.when(old, F.col(ROW_FILE))).alias("files")]
 
 
-def counted_changes(observed: Observation, changed: DataFrame) -> tuple[TombstoneSummary, int]:
-    """(the removed rows' tombstone summary, the number of added rows) of a difference that was observed
-    with `change_counts` and has been computed once. Where no metrics came back (a Spark Connect server
-    that does not report them for a checkpoint), they are counted by one aggregation of `changed`."""
-    try:
-        metrics = observed.get
-    except PySparkException:
-        metrics = None
-    if metrics is None or metrics.get("removed") is None and metrics.get("added") is None:
-        metrics = (changed.agg(*change_counts()).collect() or [None])[0]
-        metrics = metrics.asDict() if metrics is not None else {}
+def counted_changes(changed: DataFrame) -> tuple[TombstoneSummary, int]:
+    """(the removed rows' tombstone summary, the number of added rows) of a difference that the caller has
+    cached: one aggregation job computes the difference, fills the cache (the writes then read it) and
+    returns the counts. Observed metrics would ride on a checkpoint's job instead, but a Spark Connect
+    server does not return them for a checkpoint, which then cost a second job."""
+    metrics = (changed.agg(*change_counts()).collect() or [None])[0]
+    metrics = metrics.asDict() if metrics is not None else {}
     summary = TombstoneSummary(int(metrics.get("removed") or 0), frozenset(metrics.get("segments") or ()),
                                frozenset(metrics.get("files") or ()))
     return summary, int(metrics.get("added") or 0)
