@@ -46,7 +46,7 @@ test-model: install
 	$(PY) -m pytest tests/model -q -p no:cacheprovider
 
 test-model-long: install
-	BRANCHSPARK_MODEL_PROFILE=long $(PY) -m pytest tests/model -q -p no:cacheprovider
+	BRANCHSPARK_MODEL_PROFILE=long BRANCHSPARK_MODEL_PROGRESS=1 $(PY) -m pytest tests/model -q -s -p no:cacheprovider
 
 # dbt from the shell, per invocation: warm local engine, method: session, dbt-spark, dbt-duckdb; several minutes
 bench-dbt-cli: install

@@ -5,6 +5,10 @@ at a time on one engine state, so every case would pay its own merge and branch 
 let one batch of many independent tables go through one branch pair and one merge (per on_conflict), with
 the model predicting each table, and each table's history shrinks on its own.
 """
+import os
+import sys
+import time
+
 import pytest
 from hypothesis import given
 
@@ -22,6 +26,9 @@ def test_merges_and_changes_match_the_model(spark, keyed):
     def check(batch):
         ran.append(len(batch))
         problems = run_batch(spark, batch)
+        if os.environ.get("BRANCHSPARK_MODEL_PROGRESS"):  # long runs: a line per batch (run pytest with -s)
+            print(f"{time.strftime('%H:%M:%S')} {'keyed' if keyed else 'keyless'}: batch {len(ran)}, "
+                  f"{sum(ran)} cases, {len(problems)} mismatch(es)", file=sys.stderr, flush=True)
         assert not problems, f"{len(problems)} mismatch(es):\n" + "\n".join(problems)
 
     check()

@@ -375,7 +375,8 @@ class ThreeWayMerge:
             state = state.evolve(segments=src.segments, tombstones=src.tombstones)
         elif src_dml:
             if keyed:
-                data = merger.keyed(inputs, prefer, driver, self.options.resolutions.get(name), share=not self.options.keyless_rows)
+                data = merger.keyed(inputs, prefer, driver, self.options.resolutions.get(name),
+                                    share=not self.options.keyless_rows)
             else:
                 data = merger.keyless(inputs, contested, prefer, driver, self.options.resolutions.get(name))
             if data.decided is not None:
