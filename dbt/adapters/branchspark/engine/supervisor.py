@@ -91,7 +91,7 @@ def main(root: str, port: int, idle_timeout: float, memory: str, master: str) ->
             reason = "engine.json no longer names this engine"
             break
         if warmup is not None and warmup.poll() is not None:
-            _record_warmup(home, state.started_at, warmup.returncode == 0)
+            _record_warmup(home, warmup.returncode == 0)
             warmup = None
         if home.idle_seconds(current) < current.idle_timeout:
             continue
@@ -122,7 +122,7 @@ def _start_warmup(home: EngineHome, env: dict) -> subprocess.Popen:
                             env=client_env, stdin=subprocess.DEVNULL, cwd=home.root)
 
 
-def _record_warmup(home: EngineHome, started_at: float, done: bool) -> None:
+def _record_warmup(home: EngineHome, done: bool) -> None:
     """engine.json notes when the warm-up ended (`branchspark engine status` shows it)."""
     try:
         with home.locked(timeout=10):
