@@ -254,10 +254,9 @@ class Branch:
         t.columns.append(Column(next(t.universe.columns), name, type_))
 
     def drop_column(self, name: str) -> None:
-        column = self.table.column(name)
-        self.table.columns.remove(column)
-        for r in self.table.rows.values():
-            r.values.pop(column.id, None)
+        """Rows keep the value under the dropped id, as files do: a change feed in a schema that still has the
+        column (the other side's, A6.3 theirs) shows it."""
+        self.table.columns.remove(self.table.column(name))
 
     def rename_column(self, old: str, new: str) -> None:
         t = self.table
@@ -315,6 +314,16 @@ def merge(base: Table, src: Branch, dest: Branch, on_conflict: str = "abort") ->
     """Merge src's table into dest's, from their common `base` version. on_conflict: abort | ours | theirs."""
     prefer = None if on_conflict == "abort" else on_conflict
     columns, conflicts = merge_schema(base, src.table, dest.table, prefer)
+    if not columns:
+        # A6.3 (beyond SPEC, which is silent): the drops of both sides leave no column, so no row can be compared;
+        # only the operation pairs the matrix forbids are reported with it, and ours/theirs take that side's
+        # table as a whole.
+        conflicts += _forbidden_pairs(src.side, dest.side) + [Conflict("A6.3")]
+        if prefer is None:
+            return MergeOutcome(conflicts, None)
+        chosen = src if prefer == "theirs" else dest
+        return MergeOutcome(conflicts, chosen.table.copy(),
+                            Side(chosen.side.base_ids, set(chosen.side.ops), dict(chosen.side.removed)))
     if base.keyed:
         rows, row_conflicts = _merge_keyed(base, src.table, dest.table, columns, prefer)
     else:
@@ -369,8 +378,7 @@ def _merge_keyed(base: Table, src: Table, dest: Table, columns: list[Column], pr
 
 def _merge_keyless(base: Table, src: Branch, dest: Branch, columns: list[Column], prefer: str | None):
     s_side, d_side = src.side, dest.side
-    conflicts = [Conflict("CONFLICT", f"{a} on src, {b} on dest")
-                 for a, b in sorted(ROW_CONFLICT_CELLS) if a in s_side.ops and b in d_side.ops]
+    conflicts = _forbidden_pairs(s_side, d_side)
     if s_side.overwrote or d_side.overwrote:
         return _count_merge(base, src, dest, columns), conflicts
     a1 = s_side.touched("update") & d_side.touched("delete")
@@ -396,6 +404,12 @@ def _merge_keyless(base: Table, src: Branch, dest: Branch, columns: list[Column]
     rows.update({i: r for i, r in s_rows.items() if i not in base_ids})
     rows.update({i: r for i, r in d_rows.items() if i not in base_ids})
     return rows, conflicts
+
+
+def _forbidden_pairs(s_side: Side, d_side: Side) -> list[Conflict]:
+    """The row operation pairs the matrix marks CONFLICT (keyless tables: keyed ones decide per key)."""
+    return [Conflict("CONFLICT", f"{a} on src, {b} on dest")
+            for a, b in sorted(ROW_CONFLICT_CELLS) if a in s_side.ops and b in d_side.ops]
 
 
 def _count_merge(base: Table, src: Branch, dest: Branch, columns: list[Column]) -> dict:

@@ -23,10 +23,8 @@ def test_merging_back_after_rebuilds_on_both_sides_gives_dest_rows(spark):
 
 
 # Found by the long profile (2026-11-25, keyless, batch 9): src dropped one of the table's two value columns,
-# dest the other, so the merged schema has none. The engine merges to no rows and lists four deletes; the
-# model keeps four rows of no columns. SPEC says nothing of a table without columns: the merge should most
-# likely refuse it as a schema conflict (engine and model alike). Open: the xfail is strict, so the fix
-# makes this test fail until the mark is removed.
+# dest the other, so the merged schema has none. The engine merged to no rows, the model kept four rows of no
+# columns; SPEC is silent. Now both call it an A6.3 conflict, and theirs takes src's table as a whole.
 BOTH_SIDES_DROP_THE_LAST_COLUMNS = Case(
     keyed=False, base=[(0, 3, 3, 0), (3, 0, 3, 3), (3, 3, 0, 2), (4, 0, 1, 0)],
     base_later=[(6, 0, 0, 0), (2, 3, 0, 3), (0, 0, 2, 1)],
@@ -36,9 +34,24 @@ BOTH_SIDES_DROP_THE_LAST_COLUMNS = Case(
     dest=[("delete", (1, ">=", 2)), ("drop_column", 1), ("delete", (2, "=", 2)), ("delete", (2, "=", 2))],
     mode="theirs")
 
+# Found by CI (stop 30, keyless, the ci profile): the same rule settled by ours (t10: dest keeps its table) and
+# by theirs after a rename and a widening on the sides (t22).
+BOTH_SIDES_DROP_THE_LAST_COLUMNS_OURS = Case(
+    keyed=False, base=[(4, 1, 0, 0), (2, 3, 2, 2), (2, 0, 1, 1), (1, 0, 1, 2)], base_later=[(0, 2, 1, 1)],
+    src=[("insert", [(2, 2, 3, 2), (4, 3, 1, 2)]), ("drop_column", 2), ("compact",)],
+    dest=[("overwrite", "edit", None, None, [(6, 3, 3, 2), (2, 2, 2, 2)]), ("widen", 3), ("drop_column", 3),
+          ("delete", (3, "=", 2))],
+    mode="ours")
+BOTH_SIDES_DROP_THE_LAST_COLUMNS_AFTER_A_RENAME = Case(
+    keyed=False, base=[(7, 3, 0, 0)], base_later=[],
+    src=[("drop_column", 3), ("widen", 1)],
+    dest=[("overwrite", "fresh", [(4, 2, 2, 1), (4, 1, 0, 0), (1, 0, 2, 1), (6, 2, 2, 0)]), ("drop_column", 0),
+          ("delete", (3, "%2=", 0)), ("rename_column", 0)],
+    mode="theirs")
 
-@pytest.mark.xfail(strict=True, reason="open (issue 19): a merge that would leave a table no columns; engine and "
-                                       "model disagree, SPEC is silent (a schema conflict is the likely rule)")
-def test_both_sides_dropping_the_last_columns_is_settled_alike(spark):
-    problems = run_batch(spark, [BOTH_SIDES_DROP_THE_LAST_COLUMNS], merge_back=True)
+
+@pytest.mark.parametrize("case", [BOTH_SIDES_DROP_THE_LAST_COLUMNS, BOTH_SIDES_DROP_THE_LAST_COLUMNS_OURS,
+                                  BOTH_SIDES_DROP_THE_LAST_COLUMNS_AFTER_A_RENAME], ids=["theirs", "ours", "renamed"])
+def test_both_sides_dropping_the_last_columns_is_an_a6_3_conflict_settled_as_a_whole(spark, case):
+    problems = run_batch(spark, [case], merge_back=True)
     assert not problems, "\n".join(problems)

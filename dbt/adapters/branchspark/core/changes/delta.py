@@ -142,7 +142,23 @@ class DeltaReader:
             images = images.join(already, list(IDENTITY), "left_anti")
         if len(tombstones) > 1:
             images = images.dropDuplicates(list(IDENTITY))
+        images = self._with_dropped_values(holder, images, tombstones, located)
         return images.select(*[F.col(quote(c.name)) for c in self.target.columns], *IDENTITY)
+
+    def _with_dropped_values(self, holder: TableState, images: DataFrame, tombstones: list[TombstoneInfo],
+                             located: list[SegmentInfo]) -> DataFrame:
+        """A tombstone written after its branch dropped a column lacks that column, yet the row's file holds it:
+        where the target schema has the column again (a table restored to before the drop, or a merge taking
+        the other side's version, A6.3), the deleted image takes the value from the file, as the insert did."""
+        kept = [c for c in self.target.columns
+                if not all(self.lookup.schema(t.schema_id).source_of(c) for t in tombstones)
+                and any(self.lookup.schema(s.schema_id).source_of(c) for s in located)]
+        if not kept:
+            return images
+        rows = self.reader.read(holder.evolve(segments=tuple(s.id for s in located), tombstones=(),
+                                              schema_id=self.target.id), with_row_ids=True)
+        names = [quote(c.name) for c in kept]
+        return images.drop(*[c.name for c in kept]).join(rows.select(*names, *IDENTITY), list(IDENTITY), "left")
 
     def _has_compacted(self, segment_ids: list[str]) -> bool:
         return any(s.kind in STORED_IDENTITY_KINDS for s in self.lookup.segment_infos(segment_ids))

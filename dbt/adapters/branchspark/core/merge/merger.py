@@ -330,6 +330,9 @@ class ThreeWayMerge:
         if conflicts or schema.conflicts or len({base_schema.id, src_schema.id, dest_schema.id}) > 1:
             self.schema_rows.append(schema_row(name, base_schema, dest_schema, src_schema, schema.columns,
                                                conflicts + schema.conflicts))
+        if not schema.columns:
+            # A6.3: no column is left to compare rows by, so no row is contested (A1, A3): the table as a whole is.
+            conflicts = [c for c in conflicts if c.rule not in (Rule.A1, Rule.A3)]
         conflicts += schema.conflicts
         if prefer is None and conflicts:
             result.conflicts += conflicts
@@ -339,6 +342,10 @@ class ThreeWayMerge:
             result.resolved += schema.settled
         if not self.options.plan_data:
             return
+        if not schema.columns:
+            if self.options.schema_choices.get(name.lower(), prefer) == "theirs":
+                self._take_src_table(base, src, dest, name)
+            return  # ours: dest's table stays as it is
         # Attributes: a side's change wins over the base; where both changed, src's is replayed last.
         props = _merge_properties(base.properties, src.properties, dest.properties)
         partition_by = _three_way(base.partition_by, src.partition_by, dest.partition_by)
@@ -366,9 +373,9 @@ class ThreeWayMerge:
         inputs = TableInputs(name, base, src, dest, src_changes, dest_changes, merged_schema, primary_key)
         merger = DataMerger(TableReader(self.lakehouse.spark, self.lakehouse.warehouse, self.ns), self.ns)
         # A count merge keeps src's rows out of the merge commit where they equal the base's in the merged columns;
-        # counted from records that a merge commit of src's made against another base (merging back) it would go
-        # wrong, and dest having changed nothing, src's version is the merge's.
-        as_src = not (by_count and not src_changes.merged
+        # counted from records made against another version than the base (merging back) it would go wrong, and
+        # dest having changed nothing, src's version is the merge's.
+        as_src = not (by_count and not src_changes.off_base
                       or keyed and src_rows_may_come_back(src_changes, base_schema, src_schema, merged_schema)
                       and merger.src_rows_come_back(inputs))
         if src_dml and not dest_changes.ops & set(TABLE_DML) and as_src:
@@ -404,6 +411,33 @@ class ThreeWayMerge:
                                                                       if t not in dest.tombstones])}
         self.tables[dest.id] = TablePlan(state, data, ops, src_schemas, merged_schema.id != dest.schema_id)
         result.outcomes.append(Outcome("table", name, "merged", note=", ".join(o for o, _ in ops)))
+
+    def _take_src_table(self, base: TableState, src: TableState, dest: TableState, name: str) -> None:
+        """A6.3 settled by theirs: the table becomes src's version, schema and rows, as a whole overwrite of dest's
+        (its name, properties and partitioning still merge three-way)."""
+        state = dest.evolve(name=_three_way(base.name, src.name, dest.name),
+                            database_id=_three_way(base.database_id, src.database_id, dest.database_id),
+                            properties=_merge_properties(base.properties, src.properties, dest.properties),
+                            partition_by=_three_way(base.partition_by, src.partition_by, dest.partition_by),
+                            schema_id=src.schema_id, segments=src.segments, tombstones=src.tombstones)
+        ops: list[tuple[str, dict]] = []
+        if state.name != dest.name or state.database_id != dest.database_id:
+            ops.append(("alter name", {"old_name": self._full_name(self.dest, dest)}))
+        if state.properties != dest.properties:
+            ops.append(("alter properties", {"set": state.properties}))
+        if state.partition_by != dest.partition_by:
+            ops.append(("alter partition", {"partition_by": list(state.partition_by)}))
+        ops.append(("alter column", {"action": "merge"}))
+        ops.append(("overwrite", {"segments_added": [s for s in src.segments if s not in dest.segments],
+                                  "segments_removed": [s for s in dest.segments if s not in src.segments],
+                                  "tombstones_added": [t for t in src.tombstones if t not in dest.tombstones],
+                                  "tombstones_removed": [t for t in dest.tombstones if t not in src.tombstones]}))
+        src_schemas = {s.schema_id for s in self.ns.segment_infos([s for s in src.segments
+                                                                   if s not in dest.segments])}
+        src_schemas |= {t.schema_id for t in self.ns.tombstone_infos([t for t in src.tombstones
+                                                                      if t not in dest.tombstones])}
+        self.tables[dest.id] = TablePlan(state, None, ops, src_schemas, True)
+        self.result.outcomes.append(Outcome("table", name, "merged", note="src's version (A6.3, theirs)"))
 
     def _merged_schema(self, columns, src_schema: Schema, dest_schema: Schema, table_id: str) -> Schema:
         for existing in (dest_schema, src_schema):

@@ -27,6 +27,7 @@ class Rule(StrEnum):
     A6 = "A6"
     A6_TYPES = "A6.1"
     A6_NOT_NULL = "A6.2"
+    A6_NO_COLUMNS = "A6.3"  # not in SPEC, which is silent: drops on both sides together leave no column
     SAME_NAME = "3.1"
     VIEW = "view"
     KEY_INSERT = "3.4 insert"
@@ -84,6 +85,7 @@ RULE_TEXT = {
     Rule.A6_TYPES: "column types changed incompatibly (a type may only widen)",
     Rule.A6_NOT_NULL: "dest added a NOT NULL column without a default and src wrote rows without it",
     Rule.A6: "column changed incompatibly on both sides",
+    Rule.A6_NO_COLUMNS: "the columns dropped on both sides together leave the table none",
     Rule.SAME_NAME: "an object of this name with another id exists on dest",
     Rule.VIEW: "both sides changed the view's SQL differently",
     Rule.KEY_INSERT: "both sides inserted this key with different values",

@@ -6,6 +6,8 @@ alias, so segments written on either side read into it. Names never
 conflict: src's rename is made at merge time. Types conflict only when
 neither side's type widens to the other (A6.1); a NOT NULL column without a
 default added on one side conflicts when the other side wrote rows (A6.2).
+Drops on both sides that together leave no column conflict as a whole (A6.3):
+a table needs a column, and a side may not drop its last one either.
 """
 from __future__ import annotations
 
@@ -69,6 +71,10 @@ def merge_schemas(table: str, base: Schema | None, src: Schema, dest: Schema, sr
             continue
         merged.append(theirs)
 
+    if not merged:
+        (settled if prefer else conflicts).append(Conflict(
+            "table", table, "alter column", "alter column", Rule.A6_NO_COLUMNS,
+            f"src kept {_names(src)}, dest kept {_names(dest)}"))
     names: dict[str, Column] = {}
     for column in merged:
         clash = names.get(column.name.lower())
@@ -77,6 +83,10 @@ def merge_schemas(table: str, base: Schema | None, src: Schema, dest: Schema, sr
                                       f"two different columns would be named {column.name}"))
         names[column.name.lower()] = column
     return SchemaMerge(merged, conflicts, settled)
+
+
+def _names(schema: Schema) -> str:
+    return ", ".join(c.name for c in schema.columns)
 
 
 def _three_way_column(base: Column | None, src: Column, dest: Column, conflict) -> Column:

@@ -31,9 +31,10 @@ class ObjectChanges:
     whole_overwrite: bool = False  # an overwrite that replaced every segment (catalogs before overwrites by difference)
     overwrite_tombstones: list[str] = field(default_factory=list)  # the rows its overwrites removed (by difference)
     merged_tombstones: list[str] = field(default_factory=list)  # tombstones its merge commits added
-    # A merge commit of the side changed it: its records then describe that merge against its own first parent,
-    # not against this merge's base (merging back), so only the side's version of the table says what it holds.
-    merged: bool = False
+    # Its records describe it against another version than this merge's base: a merge commit of the side changed
+    # it (the records are against that merge's first parent), or the side's line forked before the base's version
+    # of it (merging back after a merge that kept dest's table). Only the side's version then says what it holds.
+    off_base: bool = False
     row_commits: int = 0  # commits that changed its rows (a row changed and changed back needs two)
 
     @property
@@ -85,7 +86,7 @@ def side_since(store: CatalogStore, head: str, base: str) -> Side:
             changes.tombstones_removed.update(detail.get("tombstones_removed", []))
             if len(commit.parents) > 1:
                 changes.merged_tombstones += detail.get("tombstones_added", [])
-                changes.merged = True
+                changes.off_base = True
             if op.op == "compaction":
                 changes.segments_compacted.update(detail.get("segments_removed", []))
             if op.op in ("update", "delete"):
@@ -99,4 +100,17 @@ def side_since(store: CatalogStore, head: str, base: str) -> Side:
                                                            "partitions": detail["partitions"]})
                 else:
                     changes.whole_overwrite = True
+    _mark_tables_forked_elsewhere(store, head, base, behind, tables)
     return Side(head, [c.id for c in commits], dict(databases), dict(tables))
+
+
+def _mark_tables_forked_elsewhere(store: CatalogStore, head: str, base: str, behind: set[str],
+                                  tables: dict[str, ObjectChanges]) -> None:
+    """Tables whose version where the side's first-parent line leaves the base's history is not the base's."""
+    start = next((c.id for c in store.first_parents(head) if c.id in behind), base)
+    if start == base or not tables:
+        return
+    at_start, at_base = store.root(start).tables, store.root(base).tables
+    for table_id, changes in tables.items():
+        if (at_start.get(table_id) or [None])[0] != (at_base.get(table_id) or [None])[0]:
+            changes.off_base = True
