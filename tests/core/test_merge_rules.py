@@ -8,6 +8,7 @@ import pytest
 from sorted_rows import rows
 
 from dbt.adapters.branchspark.core import errors
+from dbt.adapters.branchspark.core.changes import table_changes
 
 SCHEMA = "id bigint, a bigint, b string"
 
@@ -135,6 +136,31 @@ def test_a6_2_not_null_column_without_default_against_new_rows(lh, spark):
     lh.branch("src").insert("shop.e", spark.createDataFrame([(1,)], "id bigint"))
     [conflict] = conflicts_of(lh)
     assert conflict.rule == "A6.2"
+
+
+def test_a6_3_drops_on_both_sides_that_leave_no_column_conflict_and_settle_as_a_whole(lh, keyless, spark):
+    """Not in SPEC (silent on it): src keeps only a, dest only id and b. A table needs a column, so this is a
+    conflict; ours keeps dest's table, theirs takes src's (its schema and rows), and the feed says so."""
+    with lh.transaction("src") as tx:
+        tx.drop_column(keyless, "id")
+        tx.drop_column(keyless, "b")
+        tx.insert(keyless, spark.createDataFrame([(50,)], "a bigint"))
+    with lh.transaction("dest") as tx:
+        tx.drop_column(keyless, "a")
+        tx.delete(keyless, "id = 1")
+    [conflict] = conflicts_of(lh)
+    assert (conflict.object_name, conflict.rule) == (keyless, "A6.3")
+    dest_head = lh.store.get_branch("dest").head
+    ours = lh.merge("src", "dest", on_conflict="ours")
+    assert [c.rule for c in ours.resolved] == ["A6.3"]
+    assert rows(lh.read(keyless, "dest")) == [(2, "x"), (3, "x"), (4, "x")]
+    lh.create_branch("dest_theirs", dest_head)
+    lh.merge("src", "dest_theirs", on_conflict="theirs")
+    assert [c.name for c in lh.snapshot("dest_theirs").table(keyless).columns] == ["a"]
+    assert rows(lh.read(keyless, "dest_theirs")) == [(10,), (20,), (30,), (40,), (50,)]
+    feed = table_changes(lh, keyless, from_=dest_head, to=lh.store.get_branch("dest_theirs").head)
+    # dest's delete of id 1 is undone and src's row arrives; the other rows are the same rows on both sides.
+    assert sorted((r["_change_type"], r["a"]) for r in feed.collect()) == [("insert", 10), ("insert", 50)]
 
 
 def test_same_column_added_on_both_sides_is_one_column(lh, keyless, spark):

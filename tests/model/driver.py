@@ -307,15 +307,11 @@ class Batch:
 
     @staticmethod
     def _merge_changes(t: Tracked, merged: Table) -> tuple[Counter, Counter]:
-        """What the merge commit changes on dest: by identity where identities survive (keyless without an
-        overwrite), else the multiset difference of dest's rows and the merged rows (per key for keyed)."""
+        """What the merge commit changes on dest: the multiset difference of dest's rows and the merged rows, in
+        the merged columns (SPEC 4: a row deleted and written back alike, or changed only in a column the merge
+        drops, did not change)."""
         columns = merged.columns
-        dest = t.dest.table
-        if not t.case.keyed and set(merged.rows) <= set(dest.rows) | set(t.src.table.rows) | set(t.base.rows):
-            deleted = Counter(_named(r.values, columns) for i, r in dest.rows.items() if i not in merged.rows)
-            inserted = Counter(_named(r.values, columns) for i, r in merged.rows.items() if i not in dest.rows)
-            return deleted, inserted
-        before = Counter(_named(r.values, columns) for r in dest.rows.values())
+        before = Counter(_named(r.values, columns) for r in t.dest.table.rows.values())
         after = merged.named_rows()
         return before - after, after - before
 
