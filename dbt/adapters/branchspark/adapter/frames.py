@@ -1,6 +1,7 @@
 """Spark types and DataFrame shapes: what a write hands the core must match the table."""
 
 import re
+from functools import lru_cache
 from typing import List, Optional
 
 from pyspark.sql import Column, DataFrame
@@ -27,8 +28,10 @@ _TYPE_ALIASES = {
 }
 
 
+@lru_cache(maxsize=512)
 def spark_type(type_text: str) -> DataType:
-    """A Spark type from DDL text; char/varchar become string, as Spark stores them."""
+    """A Spark type from DDL text; char/varchar become string, as Spark stores them. Cached: through
+    Spark Connect each parse is a round trip to the server, and a run asks for the same few types often."""
     text = type_text.strip()
     text = _TYPE_ALIASES.get(text.lower(), text)
     lowered = " ".join(text.lower().split())

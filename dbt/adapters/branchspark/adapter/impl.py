@@ -19,7 +19,7 @@ from dbt_common.clients.agate_helper import DEFAULT_TYPE_TESTER
 from dbt_common.exceptions import DbtRuntimeError
 from typing_extensions import TypeAlias
 
-from dbt.adapters.branchspark.adapter import diff_operations, model_writes, run_landing, text_tables
+from dbt.adapters.branchspark.adapter import model_writes, run_landing, text_tables
 from dbt.adapters.branchspark.adapter.temp_views import VIEW
 from dbt.adapters.branchspark.adapter.commit_messages import model_message
 from dbt.adapters.branchspark.adapter.connections import BranchSparkConnectionManager, BranchSparkHandle, error_line
@@ -28,9 +28,22 @@ from dbt.adapters.branchspark.adapter.relation import BranchSparkRelation, core_
 from dbt.adapters.branchspark.adapter.seeds import seed_dataframe
 from dbt.adapters.branchspark.adapter.target_branch import _author
 from dbt.adapters.branchspark.adapter.merge_operations import paused_operation, run_merge
-from dbt.adapters.branchspark.adapter.branch_changes import last_change_commit, make_request, register_view, summarize
 
 logger = AdapterLogger("branchspark")
+
+
+# The changes and diff operations load the changes and diff cores (about 50 ms of imports): imported on
+# first use, so only the invocations that use them pay for it, not every `dbt run`.
+def _changes():
+    from dbt.adapters.branchspark.adapter import branch_changes
+
+    return branch_changes
+
+
+def _diffs():
+    from dbt.adapters.branchspark.adapter import diff_operations
+
+    return diff_operations
 
 
 def _as_list(value) -> List[str]:
@@ -442,8 +455,6 @@ class BranchSparkAdapter(SparkAdapter):
                                                              where, assignments))
 
     # ---- changes (CDC) ------------------------------------------------------------------
-    # changes_relation is imported on use: it loads the core (catalog, SQLAlchemy), which
-    # `dbt parse` and `dbt --version` never need.
     def _changes_table(self, table) -> str:
         """The catalog name of a relation (ref, source, this) or of a 'schema.table' string."""
         if hasattr(table, "identifier") and hasattr(table, "schema"):
@@ -457,7 +468,7 @@ class BranchSparkAdapter(SparkAdapter):
 
     def _changes_request(self, table, from_version, to, branch, net):
         lakehouse = self._handle().branch_session.lakehouse
-        return make_request(lakehouse, self._changes_table(table), from_version, to, branch, net,
+        return _changes().make_request(lakehouse, self._changes_table(table), from_version, to, branch, net,
                             self._handle().branch_session.branch)
 
     @available.parse_none
@@ -467,7 +478,8 @@ class BranchSparkAdapter(SparkAdapter):
 
         def run():
             request = self._changes_request(table, from_version, to, branch, net)
-            name = register_view(session.spark, session.lakehouse, request, limit=getattr(table, "limit", None))
+            name = _changes().register_view(session.spark, session.lakehouse, request,
+                                            limit=getattr(table, "limit", None))
             return self.Relation.create(identifier=name, type=RelationType.View)
 
         return self._run("branch_changes", run)
@@ -478,7 +490,7 @@ class BranchSparkAdapter(SparkAdapter):
         lakehouse = self._handle().branch_session.lakehouse
         name = self._changes_table(relation)
         branch = self._handle().branch_session.branch  # the run branch during a run: its own builds count
-        return self._run("branch_changes", lambda: last_change_commit(lakehouse, branch, name))
+        return self._run("branch_changes", lambda: _changes().last_change_commit(lakehouse, branch, name))
 
     @available.parse_none
     def branch_changes_summary(self, table, from_version=None, to=None, branch=None, net=False, limit=10) -> str:
@@ -486,7 +498,8 @@ class BranchSparkAdapter(SparkAdapter):
         lakehouse = self._handle().branch_session.lakehouse
 
         def run():
-            return summarize(lakehouse, self._changes_request(table, from_version, to, branch, net), int(limit))
+            request = self._changes_request(table, from_version, to, branch, net)
+            return _changes().summarize(lakehouse, request, int(limit))
 
         return self._run("branch_changes", run).text()
 
@@ -494,8 +507,7 @@ class BranchSparkAdapter(SparkAdapter):
     @available.parse_none
     def branch_diff_summary(self, from_version, to, tables=None, mode=None, limit=10) -> str:
         lakehouse = self._handle().branch_session.lakehouse
-        return self._run("branch_diff", lambda: diff_operations.summary(lakehouse, from_version, to, tables, mode,
-                                                                         limit))
+        return self._run("branch_diff", lambda: _diffs().summary(lakehouse, from_version, to, tables, mode, limit))
 
     @available.parse_none
     def branch_diff_relation(self, table, from_version, to, mode=None):
@@ -503,7 +515,7 @@ class BranchSparkAdapter(SparkAdapter):
         session = self._handle().branch_session
 
         def run():
-            name = diff_operations.register_view(session.spark, session.lakehouse, self._changes_table(table),
+            name = _diffs().register_view(session.spark, session.lakehouse, self._changes_table(table),
                                                  from_version, to, mode, limit=getattr(table, "limit", None))
             return self.Relation.create(identifier=name, type=RelationType.View)
 
@@ -513,7 +525,7 @@ class BranchSparkAdapter(SparkAdapter):
     def restore_table(self, table, to) -> str:
         """Restore `table` on the target's branch to version `to`, as one new commit (macro `restore`)."""
         session = self._handle().branch_session
-        text = self._run("restore", lambda: diff_operations.restore(session.lakehouse, session.branch,
+        text = self._run("restore", lambda: _diffs().restore(session.lakehouse, session.branch,
                                                                     self._changes_table(table), to))
         session.expose_branch()  # this run now reads the restored table
         return text

@@ -27,7 +27,8 @@ class _Relation:
 
     def __init__(self, kind: str, load: Optional[Callable[[], DataFrame]] = None, sql: Optional[str] = None):
         self.kind, self.load, self.sql = kind, load, sql
-        self.shown = False
+        self.shown = False  # its temp view shows this relation
+        self.stale_view = False  # its temp view still shows an earlier version (replaced before use)
 
 
 class BranchViews:
@@ -95,13 +96,17 @@ class BranchViews:
         wanted = {name.lower() for name in names}
         infos = {t.full_name.lower(): t for t in snapshot.tables() if t.full_name.lower() in wanted}
         with self.lock:
-            for name in wanted:
+            # A name the snapshot keeps is re-registered lazily: every statement passes `ensure`, which
+            # replaces its temp view before use, so dropping it now would only cost a round trip.
+            for name in wanted - infos.keys():
                 self.forget(name)
             for name, info in infos.items():
+                before = self.relations.get(name)
                 if info.kind == VIEW:
                     self.relations[name] = _Relation(VIEW, sql=info.view_sql)
                 else:
                     self.relations[name] = _Relation(TABLE, load=_reader(snapshot, info.full_name))
+                self.relations[name].stale_view = before is not None and (before.shown or before.stale_view)
 
     # -- single relations, shown at once (a model build's staged writes) --------------------
     def show_table(self, name: str, df: DataFrame) -> None:
@@ -119,7 +124,7 @@ class BranchViews:
     def forget(self, name: str) -> None:
         with self.lock:
             relation = self.relations.pop(name.lower(), None)
-            if relation is not None and relation.shown:
+            if relation is not None and (relation.shown or relation.stale_view):
                 self.spark.catalog.dropTempView(name.lower())
 
 
