@@ -32,7 +32,7 @@ FUNCTION_IMPORTS = {
     (PACKAGE, f"{PACKAGE}.adapter.plugin"):
         "dbt reads Plugin from the package, which must import without dbt so that the core does",
     (f"{PACKAGE}.adapter.impl", f"{PACKAGE}.adapter.branch_changes"):
-        "the changes and diff cores cost every dbt invocation about 0.1 s of imports; only branch_changes, "
+        "the changes and diff cores cost every dbt invocation about 0.15 s of imports; only branch_changes, "
         "branch_diff and restore use them",
     (f"{PACKAGE}.adapter.impl", f"{PACKAGE}.adapter.diff_operations"): "the same",
 }

@@ -32,7 +32,7 @@ from dbt.adapters.branchspark.adapter.merge_operations import paused_operation, 
 logger = AdapterLogger("branchspark")
 
 
-# The changes and diff operations load the changes and diff cores (about 50 ms of imports): imported on
+# The changes and diff operations load the changes and diff cores (about 0.15 s of imports): imported on
 # first use, so only the invocations that use them pay for it, not every `dbt run`.
 def _changes():
     from dbt.adapters.branchspark.adapter import branch_changes
@@ -469,7 +469,7 @@ class BranchSparkAdapter(SparkAdapter):
     def _changes_request(self, table, from_version, to, branch, net):
         lakehouse = self._handle().branch_session.lakehouse
         return _changes().make_request(lakehouse, self._changes_table(table), from_version, to, branch, net,
-                            self._handle().branch_session.branch)
+                                       self._handle().branch_session.branch)
 
     @available.parse_none
     def branch_changes_relation(self, table, from_version=None, to=None, branch=None, net=False):
@@ -516,7 +516,7 @@ class BranchSparkAdapter(SparkAdapter):
 
         def run():
             name = _diffs().register_view(session.spark, session.lakehouse, self._changes_table(table),
-                                                 from_version, to, mode, limit=getattr(table, "limit", None))
+                                          from_version, to, mode, limit=getattr(table, "limit", None))
             return self.Relation.create(identifier=name, type=RelationType.View)
 
         return self._run("branch_diff", run)
@@ -526,7 +526,7 @@ class BranchSparkAdapter(SparkAdapter):
         """Restore `table` on the target's branch to version `to`, as one new commit (macro `restore`)."""
         session = self._handle().branch_session
         text = self._run("restore", lambda: _diffs().restore(session.lakehouse, session.branch,
-                                                                    self._changes_table(table), to))
+                                                             self._changes_table(table), to))
         session.expose_branch()  # this run now reads the restored table
         return text
 
