@@ -51,6 +51,7 @@ setup(
         # branchspark serve (the Iceberg REST catalog): ASGI app, server, Iceberg models and Avro writers
         "starlette>=0.40",
         "uvicorn>=0.30",
+        "httptools>=0.6",  # uvicorn parses HTTP with it when installed: about 0.5 ms less per request than h11
         "pyiceberg>=0.12,<0.13",
     ],
     extras_require={

@@ -9,6 +9,7 @@ import re
 import subprocess
 
 import pytest
+from pyspark.sql import Row
 from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
 
@@ -17,18 +18,35 @@ from dbt.adapters.branchspark.iceberg.metadata import INEXACT_PROPERTY
 from dbt.adapters.branchspark.core.lakehouse import Lakehouse
 from tests.iceberg_clients import BRANCHSPARK, duckdb_attach, duckdb_connection, get, served
 
-TABLES = ["plain", "keyed", "compacted", "keyed_compacted", "evolved", "parted", "empty", "typed", "repartitioned"]
+TABLES = ["plain", "keyed", "compacted", "keyed_compacted", "evolved", "parted", "empty", "typed", "repartitioned",
+          "nested"]
 
 
-def _value(value):
-    """Timestamps as UTC instants: Spark gives local naive times, the Iceberg clients UTC-aware ones."""
+def _value(value, spark: bool):
+    """One value as Spark's rows and the clients' Arrow rows can both give it: timestamps as UTC instants
+    (Spark gives local naive times, the clients UTC-aware ones), structs as tuples, maps as sorted pairs."""
     if isinstance(value, datetime.datetime):
         return value.astimezone(datetime.timezone.utc)
+    if isinstance(value, Row):  # a struct, from Spark
+        return tuple(_value(v, spark) for v in value)
+    if isinstance(value, dict):
+        if spark:  # a map
+            return sorted((_value(k, spark), _value(v, spark)) for k, v in value.items())
+        return tuple(_value(v, spark) for v in value.values())  # a struct, from Arrow
+    if isinstance(value, list):
+        items = [_value(v, spark) for v in value]
+        if not spark and value and all(isinstance(v, tuple) for v in value):  # a map, from Arrow: (key, value)s
+            return sorted(items)
+        return items
     return value
 
 
-def _rows(rows) -> list:
-    return sorted((tuple(_value(v) for v in r) for r in rows), key=repr)
+def _rows(rows, spark: bool = False) -> list:
+    return sorted((tuple(_value(v, spark) for v in r) for r in rows), key=repr)
+
+
+def _arrow_rows(table) -> list:
+    return _rows(tuple(r.values()) for r in table.to_pylist())
 
 
 @pytest.fixture(scope="module")
@@ -50,6 +68,9 @@ def lake(spark, tmp_path_factory):
         tx.create_table_as("shop.readded", df([(1, "old")], "id int, c string"))
         tx.create_table_as("shop.repartitioned", df([(i, "eu" if i % 2 else "us") for i in range(4)],
                                                     "id int, region string"))
+        tx.create_table_as("shop.nested", df(
+            [(i, (i, f"s{i}"), [i, i + 1], {f"k{i}": i * 10}) for i in range(5)] + [(5, None, None, None)],
+            "id int, s struct<a: int, b: string>, tags array<int>, attrs map<string, int>"))
         tx.create_table_as("shop.typed", df(
             [(i, datetime.datetime(2024, 1, 1, 10, i), datetime.date(2024, 1, 1 + i % 3), decimal.Decimal(f"{i}.25"),
               i % 2 == 0, 1.5 * i, bytes([i]), i) for i in range(6)],
@@ -74,6 +95,7 @@ def lake(spark, tmp_path_factory):
     main.insert("shop.evolved", df([(10, "t10", 1)], "id bigint, title string, extra int"))
     main.delete("shop.parted", "id = 3")
     main.delete("shop.typed", "id = 1")
+    main.delete("shop.nested", "id = 1")
     main.drop_column("shop.readded", "c")
     main.add_column("shop.readded", "c", "string")  # a new column under the dropped one's name
     main.insert("shop.readded", df([(2, "new")], "id int, c string"))
@@ -87,6 +109,8 @@ def lake(spark, tmp_path_factory):
     dev.delete("shop.plain", "id = 4")
     dev.upsert("shop.keyed", df([(5, "dev5")], "id int, name string"))
     dev.delete("shop.parted", "id = 4")
+    dev.insert("shop.nested", df([(9, (9, "dev"), [], {})], "id int, s struct<a: int, b: string>, tags array<int>, "
+                                                            "attrs map<string, int>"))
     before_merge = lh.resolve("main")
     with served(warehouse) as url:
         yield {"lh": lh, "url": url, "setup": setup, "before_merge": before_merge, "warehouse": warehouse}
@@ -104,10 +128,11 @@ def _check_both_clients(lake, ref: str, at=None):
     con = duckdb_connection()
     duckdb_attach(con, lake["url"], ref, "lake")
     for name in TABLES:
-        expected = _rows(lh.read(f"shop.{name}", at=at or ref).collect())
+        expected = _rows(lh.read(f"shop.{name}", at=at or ref).collect(), spark=True)
         arrow = catalog.load_table(("shop", name)).scan().to_arrow()
-        assert _rows(tuple(r.values()) for r in arrow.to_pylist()) == expected, (ref, name, "pyiceberg")
-        assert _rows(con.execute(f"SELECT * FROM lake.shop.{name}").fetchall()) == expected, (ref, name, "duckdb")
+        assert _arrow_rows(arrow) == expected, (ref, name, "pyiceberg")
+        duck = con.execute(f"SELECT * FROM lake.shop.{name}").to_arrow_table()
+        assert _arrow_rows(duck) == expected, (ref, name, "duckdb")
 
 
 def test_every_shape_on_main_and_dev_before_merge(lake):

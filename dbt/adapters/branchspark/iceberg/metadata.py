@@ -50,6 +50,7 @@ from ..core.storage.layout import Warehouse
 from . import deletes, files
 from .schema import (
     PARTITION_FIELD_ID_BASE,
+    NestedIds,
     Unsupported,
     iceberg_schema,
     literal_default,
@@ -176,7 +177,9 @@ class _Build:
             self.schema_ids.setdefault(version.table.schema_id, len(self.schema_ids))
         self.head = chain[-1].table
         self.current = builder.lookup.schema(self.head.schema_id)
-        self.iceberg_schemas = {sid: iceberg_schema(builder.lookup.schema(sid), n, table_name)
+        self.last_column = max([c.id for sid in self.schema_ids for c in builder.lookup.schema(sid).columns] or [0])
+        self.nested_ids = NestedIds(first=self.last_column + 1)
+        self.iceberg_schemas = {sid: iceberg_schema(builder.lookup.schema(sid), n, table_name, self.nested_ids)
                                 for sid, n in self.schema_ids.items()}
         # One partition spec per partitioning the segments were written with (set_partitioning changes it
         # without rewriting data); the table's current one is spec 0, the default.
@@ -336,7 +339,8 @@ class _Build:
     # ------------------------------------------------------------- document
     def _document(self, snapshots, log, written_schemas, file_columns) -> dict:
         snapshot_schemas = [self.b.lookup.schema(sid) for sid in reversed(list(self.schema_ids))]
-        mapping, ambiguous = name_mapping(snapshot_schemas, written_schemas.values(), sorted(file_columns))
+        mapping, ambiguous = name_mapping(snapshot_schemas, written_schemas.values(), sorted(file_columns),
+                                          self.nested_ids)
         inexact = []
         for column in self.current.columns:
             if column.default is not None and any(s.source_of(column) is None for s in written_schemas.values()):
@@ -358,13 +362,12 @@ class _Build:
         if inexact:
             properties[INEXACT_PROPERTY] = "; ".join(inexact)
         properties.update({f"branchspark.property.{k}": str(v) for k, v in self.head.properties.items()})
-        last_column = max([c.id for sid in self.schema_ids for c in self.b.lookup.schema(sid).columns] or [0])
         metadata = TableMetadataV2(
             location=files.absolute(self.warehouse, self.warehouse.table_dir(self.head.id)),
             table_uuid=uuid.UUID(hex=self.head.id) if len(self.head.id) == 32 else uuid.uuid5(uuid.NAMESPACE_URL,
                                                                                                self.head.id),
             last_updated_ms=snapshots[-1].timestamp_ms if snapshots else int(time.time() * 1000),
-            last_column_id=last_column, schemas=list(self.iceberg_schemas.values()),
+            last_column_id=max(self.last_column, self.nested_ids.last), schemas=list(self.iceberg_schemas.values()),
             current_schema_id=self.schema_ids[self.head.schema_id], partition_specs=list(self.specs.values()),
             default_spec_id=0, last_partition_id=max(self._field_ids.values(), default=PARTITION_FIELD_ID_BASE - 1), properties=properties,
             current_snapshot_id=snapshots[-1].snapshot_id, snapshots=snapshots, snapshot_log=log,

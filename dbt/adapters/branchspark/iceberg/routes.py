@@ -99,8 +99,7 @@ class _Handlers:
             if not self.service.has_table(snapshot, database, name):
                 raise errors.TableNotFound(f"{database}.{name}", snapshot.ns.label)
             return Response(status_code=204)
-        location, metadata = self.service.load_table(snapshot, database, name)
-        return JSONResponse({"metadata-location": location, "metadata": metadata, "config": {}})
+        return Response(self.service.load_table(snapshot, database, name), media_type="application/json")
 
 
 def _handle(method):

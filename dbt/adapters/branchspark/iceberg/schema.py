@@ -1,10 +1,12 @@
 """branchspark schemas as Iceberg schemas: types, field ids, the name mapping, identity partitions.
 
-Field ids are branchspark's column ids (unique in the whole catalog). Segment files were written by Spark
-without field ids, under the names their schema version had, so a name mapping maps every name a file may
-hold to a field id: current and older names of each column, and the names of columns the current schema
-no longer has (dropped columns, the hidden identity columns of compacted segments) to ids no schema uses,
-because pyiceberg refuses a file with an unmapped column.
+Field ids are branchspark's column ids (unique in the whole catalog). The fields inside nested columns
+(struct fields, list elements, map keys and values) have no branchspark id: `NestedIds` numbers them
+above the table's column ids, by column and path. Segment files were written by Spark without field ids,
+under the names their schema version had, so a name mapping maps every name a file may hold to a field
+id: current and older names of each column (and the names inside nested ones), and the names of columns
+the current schema no longer has (dropped columns, the hidden identity columns of compacted segments) to
+ids no schema uses, because pyiceberg refuses a file with an unmapped column.
 """
 from __future__ import annotations
 
@@ -25,10 +27,14 @@ from pyiceberg.types import (
     DoubleType,
     FloatType,
     IntegerType,
+    IcebergType,
+    ListType,
     LongType,
+    MapType,
     NestedField,
     PrimitiveType,
     StringType,
+    StructType,
     TimestampType,
     TimestamptzType,
 )
@@ -54,30 +60,71 @@ class Unsupported(errors.BranchsparkError):
     """A table shape this server cannot describe to an Iceberg client."""
 
 
-def iceberg_type(column: Column, table_name: str) -> PrimitiveType:
-    data_type = column.data_type
+class NestedIds:
+    """Field ids for the fields inside nested columns, given in order of first use from `first` on (above
+    every column id of the table), one per (column id, path of names): the same field in every schema of a
+    table's metadata has one id. Lists name their element `element`, maps their `key` and `value`, as
+    Spark's Parquet files and Iceberg's name mappings do."""
+
+    def __init__(self, first: int):
+        self.first = first
+        self._ids: dict[tuple[int, tuple[str, ...]], int] = {}
+
+    def id(self, column_id: int, path: tuple[str, ...]) -> int:
+        return self._ids.setdefault((column_id, path), self.first + len(self._ids))
+
+    @property
+    def last(self) -> int:
+        """The highest id given so far (first - 1 when none)."""
+        return self.first + len(self._ids) - 1
+
+
+def iceberg_type(column: Column, table_name: str, ids: NestedIds | None = None) -> IcebergType:
+    return _iceberg_type(column.data_type, column, (), ids, table_name)
+
+
+def _iceberg_type(data_type: T.DataType, column: Column, path: tuple[str, ...], ids: NestedIds | None,
+                  table_name: str) -> IcebergType:
     if isinstance(data_type, T.DecimalType):
         return DecimalType(data_type.precision, data_type.scale)
     for spark_type, iceberg in _PRIMITIVES.items():
         if isinstance(data_type, spark_type):
             return iceberg
-    raise Unsupported(f"table {table_name}: column '{column.name}' has type {column.type}, which branchspark serve "
-                      f"does not yet describe to Iceberg clients (nested types are not yet supported); read it "
-                      f"with branchspark in Spark")
+    nested = isinstance(data_type, (T.StructType, T.ArrayType, T.MapType))
+    if not nested or ids is None:
+        raise Unsupported(f"table {table_name}: column '{column.name}' has type {column.type}, which branchspark "
+                          f"serve does not yet describe to Iceberg clients; read it with branchspark in Spark")
+
+    def inner(name: str, of: T.DataType) -> tuple[int, IcebergType]:
+        return ids.id(column.id, path + (name,)), _iceberg_type(of, column, path + (name,), ids, table_name)
+
+    # Every nested field optional: Iceberg readers accept files without NULLs in optional fields.
+    if isinstance(data_type, T.StructType):
+        fields = []
+        for field in data_type.fields:
+            field_id, field_type = inner(field.name, field.dataType)
+            fields.append(NestedField(field_id, field.name, field_type, required=False))
+        return StructType(*fields)
+    if isinstance(data_type, T.ArrayType):
+        element_id, element = inner("element", data_type.elementType)
+        return ListType(element_id=element_id, element_type=element, element_required=False)
+    key_id, key = inner("key", data_type.keyType)
+    value_id, value = inner("value", data_type.valueType)
+    return MapType(key_id=key_id, key_type=key, value_id=value_id, value_type=value, value_required=False)
 
 
-def iceberg_schema(schema: Schema, schema_id: int, table_name: str) -> IcebergSchema:
+def iceberg_schema(schema: Schema, schema_id: int, table_name: str, ids: NestedIds) -> IcebergSchema:
     fields = []
     for column in schema.columns:
         default = literal_default(column, table_name)
-        fields.append(NestedField(column.id, column.name, iceberg_type(column, table_name), required=False,
+        fields.append(NestedField(column.id, column.name, iceberg_type(column, table_name, ids), required=False,
                                   initial_default=default))
     return IcebergSchema(*fields, schema_id=schema_id)
 
 
 def literal_default(column: Column, table_name: str):
     """The column's default as a value, when it is a plain literal (Iceberg's `initial-default`), else None."""
-    if column.default is None:
+    if column.default is None or isinstance(column.data_type, (T.StructType, T.ArrayType, T.MapType)):
         return None
     text = column.default.strip()
     kind = iceberg_type(column, table_name)
@@ -99,8 +146,8 @@ def literal_default(column: Column, table_name: str):
     return None
 
 
-def name_mapping(snapshot_schemas: list[Schema], written: Iterable[Schema],
-                 hidden: Iterable[str]) -> tuple[NameMapping, list[str]]:
+def name_mapping(snapshot_schemas: list[Schema], written: Iterable[Schema], hidden: Iterable[str],
+                 ids: NestedIds) -> tuple[NameMapping, list[str]]:
     """The mapping of every name a file may hold to a field id, and the names whose meaning differs between
     files (one name, two columns): those the mapping cannot express. `snapshot_schemas` (newest first) are
     the schemas clients read with: their columns keep their ids, the newest name first."""
@@ -131,11 +178,28 @@ def name_mapping(snapshot_schemas: list[Schema], written: Iterable[Schema],
                     names[column.id].append(old.name)
             elif holder != mine:
                 ambiguous.append(old.name)
-    fields = [MappedField(field_id=column_id, names=list(dict.fromkeys(n))) for column_id, n in names.items() if n]
+    newest = {c.id: c for c in known}
+    fields = [MappedField(field_id=column_id, names=list(dict.fromkeys(n)),
+                          fields=_nested_mapping(newest[column_id].data_type, column_id, (), ids))
+              for column_id, n in names.items() if n]
     taken = {n.lower() for n in extra}
     extra += [h for h in hidden if h.lower() not in owner and h.lower() not in taken]
     fields += [MappedField(field_id=UNMAPPED_ID_BASE + i, names=[n]) for i, n in enumerate(extra)]
     return NameMapping(fields), sorted(set(ambiguous))
+
+
+def _nested_mapping(data_type: T.DataType, column_id: int, path: tuple[str, ...], ids: NestedIds) -> list:
+    """The mapped fields inside a nested column, by the names Spark's Parquet files give them."""
+    if isinstance(data_type, T.StructType):
+        inner = [(f.name, f.dataType) for f in data_type.fields]
+    elif isinstance(data_type, T.ArrayType):
+        inner = [("element", data_type.elementType)]
+    elif isinstance(data_type, T.MapType):
+        inner = [("key", data_type.keyType), ("value", data_type.valueType)]
+    else:
+        return []
+    return [MappedField(field_id=ids.id(column_id, path + (name,)), names=[name],
+                        fields=_nested_mapping(of, column_id, path + (name,), ids)) for name, of in inner]
 
 
 def partition_spec(schema: Schema, partition_by: Iterable[str], spec_id: int,

@@ -1,18 +1,21 @@
 """The catalog as an Iceberg REST server sees it: a branch (or a fixed version of one) per `warehouse`,
 its databases as namespaces, its tables with their Iceberg metadata.
 
-A loaded table is kept per (commit, table): a commit never changes, so repeated requests for a branch
-whose head did not move cost one catalog query. Walking a branch's history to find a table's earlier
+A loaded table is kept per (commit, table), as the response body it is sent as: a commit never changes,
+so a repeated request for a branch whose head did not move costs one catalog query (on a kept connection)
+and no JSON encoding. Walking a branch's history to find a table's earlier
 versions is memoised per commit too, so a moved head walks only the new commits.
 """
 from __future__ import annotations
 
+import json
 import re
 import threading
 from collections import OrderedDict
 
 from ..core import errors
 from ..core.catalog.namespace import Namespace
+from ..core.catalog.store import CatalogStore
 from ..core.catalog.state import CommitInfo, DatabaseInfo, Root
 from ..core.lakehouse import Lakehouse, Snapshot
 from .metadata import MetadataBuilder, VersionAt
@@ -26,7 +29,9 @@ class CatalogService:
         self.lakehouse = lakehouse
         store = lakehouse.store
         self.builder = MetadataBuilder(lakehouse.warehouse, Namespace(store, Root({}, {}), "serve"))
-        self._loaded: OrderedDict[tuple[str, str], tuple[str, dict]] = OrderedDict()
+        # Branch heads are the one thing a request must read fresh: through connections kept open.
+        self._branches = CatalogStore(store.url, pooled=True)
+        self._loaded: OrderedDict[tuple[str, str], bytes] = OrderedDict()
         self._chains: dict[tuple[str, str], tuple] = {}
         self._lock = threading.Lock()
 
@@ -35,7 +40,7 @@ class CatalogService:
         """`main`, `dev`, `dev@<commit id>` or `dev@<ISO time>`."""
         ref = (warehouse or "main").strip()
         if "@" not in ref:
-            branch = self.lakehouse.store.find_branch(ref)
+            branch = self._branches.find_branch(ref)
             if branch is None:
                 raise errors.BranchNotFound(ref)
             return Snapshot(self.lakehouse, self.lakehouse.store.get_commit(branch.head), ref)
@@ -68,7 +73,8 @@ class CatalogService:
         return snapshot.has_table(f"{database}.{name}") and self._kind(snapshot, database, name) == "table"
 
     # ---------------------------------------------------------------- load
-    def load_table(self, snapshot: Snapshot, database: str, name: str) -> tuple[str, dict]:
+    def load_table(self, snapshot: Snapshot, database: str, name: str) -> bytes:
+        """The loadTable response body: {"metadata-location", "metadata", "config"} as JSON."""
         full_name = f"{database}.{name}"
         snapshot.ns.database_id(database)
         table_id = snapshot.ns.table_id(full_name)
@@ -80,7 +86,8 @@ class CatalogService:
             if hit is not None:
                 self._loaded.move_to_end(key)
                 return hit
-        found = self.builder.metadata(full_name, self._chain(snapshot.commit, table_id))
+        location, metadata = self.builder.metadata(full_name, self._chain(snapshot.commit, table_id))
+        found = json.dumps({"metadata-location": location, "metadata": metadata, "config": {}}).encode()
         with self._lock:
             self._loaded[key] = found
             while len(self._loaded) > _LOADED_LIMIT:

@@ -22,7 +22,7 @@ from pathlib import Path
 from sqlalchemy import create_engine, delete, event, insert, inspect, select, text, update
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.pool import NullPool
+from sqlalchemy.pool import NullPool, QueuePool
 
 from .. import errors
 from . import models as m
@@ -69,10 +69,13 @@ def _from_us(us: int) -> datetime:
     return datetime(1970, 1, 1) + timedelta(microseconds=us)
 
 
-def make_engine(url: str) -> Engine:
+def make_engine(url: str, pooled: bool = False) -> Engine:
     if url.startswith("sqlite"):
-        # NullPool: every use opens its own SQLite connection, which is safe across threads and forks.
-        engine = create_engine(url, poolclass=NullPool, connect_args={"timeout": 120, "check_same_thread": False})
+        # NullPool: every use opens its own SQLite connection, which is safe across threads and forks. A
+        # long-running reader that never forks (branchspark serve) keeps a few open instead: opening one costs
+        # about a millisecond, several times the query it runs.
+        pool = {"poolclass": QueuePool, "pool_size": 4} if pooled else {"poolclass": NullPool}
+        engine = create_engine(url, **pool, connect_args={"timeout": 120, "check_same_thread": False})
 
         @event.listens_for(engine, "connect")
         def _on_connect(dbapi_connection, _record):
@@ -109,7 +112,7 @@ class CatalogStore:
     """The catalog's SQL. Opening one changes nothing: `create` and `upgrade` are the only calls that
     write its schema (catalog/binding.py decides when they may run)."""
 
-    def __init__(self, url: str):
+    def __init__(self, url: str, pooled: bool = False):
         url = with_env_password(url)
         self.url = url
         self._cache: dict[tuple[str, str], object] = {}
@@ -117,7 +120,7 @@ class CatalogStore:
         self.revision = CATALOG_REVISION  # what an opened catalog is at (binding.py)
         self.upgraded_from: str | None = None  # set when `branchspark upgrade` migrated it
         with self._reaching():
-            self.engine = make_engine(url)
+            self.engine = make_engine(url, pooled)
 
     @contextmanager
     def _reaching(self):
