@@ -24,7 +24,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
 from ..catalog.namespace import Namespace
 from ..catalog.state import Root, Schema, SegmentInfo, TableState, TombstoneInfo
@@ -64,7 +63,10 @@ class DeltaReader:
         self.reader = TableReader(spark, warehouse, self.lookup)
         self.target = target
 
-    def delta(self, step: Step) -> StepDelta:
+    def delta(self, step: Step, by_identity: bool = True) -> StepDelta:
+        """The rows `step` deleted and inserted. `by_identity`: each row once even when several tombstones
+        delete it; a caller that pairs rows by primary key (where such copies are the same row) may skip
+        that shuffle."""
         if step.after is None or only_compaction(step):
             return StepDelta(None, None)
         after = step.after
@@ -80,15 +82,15 @@ class DeltaReader:
         inserts = [self._live_rows(after, added)] if added else []
         deletes = [self._live_rows(before, removed)] if removed else []
         if tombs_added:
-            deletes.append(self._tombstoned_rows(after, tombs_added, shared, still_deleted_in=before))
+            deletes.append(self._tombstoned_rows(after, tombs_added, shared, before, by_identity))
         if tombs_removed:
-            inserts.append(self._tombstoned_rows(before, tombs_removed, shared, still_deleted_in=after))
+            inserts.append(self._tombstoned_rows(before, tombs_removed, shared, after, by_identity))
         inserts, deletes = [d for d in inserts if d is not None], [d for d in deletes if d is not None]
 
         insert_df, delete_df = _union(inserts), _union(deletes)
-        if delete_df is not None and len(tombs_added) + bool(removed) > 1:
+        if delete_df is not None and len(tombs_added) + bool(removed) > 1 and by_identity:
             delete_df = delete_df.dropDuplicates(list(IDENTITY))
-        if insert_df is not None and len(tombs_removed) > 1:
+        if insert_df is not None and len(tombs_removed) > 1 and by_identity:
             insert_df = insert_df.dropDuplicates(list(IDENTITY))
         if insert_df is not None and delete_df is not None and self._has_compacted(added + removed):
             # Rows on both sides (same identity, in compacted and uncompacted form) did not change.
@@ -124,7 +126,7 @@ class DeltaReader:
 
     # ---------------------------------------------------------- tombstones
     def _tombstoned_rows(self, holder: TableState, tombstone_ids: list[str], shared: list[str],
-                         still_deleted_in: TableState) -> DataFrame | None:
+                         still_deleted_in: TableState, by_identity: bool = True) -> DataFrame | None:
         """Images of rows that `tombstone_ids` delete, for rows in a `shared` segment that
         `still_deleted_in` does not delete itself."""
         tombstones = self.lookup.tombstone_infos(tombstone_ids)
@@ -133,17 +135,18 @@ class DeltaReader:
         if not located:
             return None
         images = self.reader.read_tombstones(holder, tombstones, self.target, with_image=True)
-        images = images.filter(_location().isin(sorted({_location_key(s) for s in located})))
+        places = ", ".join(f"'{key}'" for key in sorted({_location_key(s) for s in located}))
+        images = images.where(f"{_LOCATION} IN ({places})")
         files = {f for t in tombstones for f in t.target_files}
         others = self._tombstones_touching(still_deleted_in, located, files or None)
         if others:
             own_schema = self.lookup.schema(still_deleted_in.schema_id)
             already = self.reader.read_tombstones(still_deleted_in, others, own_schema).select(*IDENTITY)
             images = images.join(already, list(IDENTITY), "left_anti")
-        if len(tombstones) > 1:
+        if len(tombstones) > 1 and by_identity:
             images = images.dropDuplicates(list(IDENTITY))
         images = self._with_dropped_values(holder, images, tombstones, located)
-        return images.select(*[F.col(quote(c.name)) for c in self.target.columns], *IDENTITY)
+        return images.selectExpr(*[quote(c.name) for c in self.target.columns], *IDENTITY)
 
     def _with_dropped_values(self, holder: TableState, images: DataFrame, tombstones: list[TombstoneInfo],
                              located: list[SegmentInfo]) -> DataFrame:
@@ -164,12 +167,10 @@ class DeltaReader:
         return any(s.kind in STORED_IDENTITY_KINDS for s in self.lookup.segment_infos(segment_ids))
 
 
-def _location():
-    """Where a tombstoned row lived: its segment directory below `_bs_seg=`, or for a compacted
-    row (whose file names its original segment) the compaction's segment group."""
-    first_dir = F.substring_index(F.col(ROW_FILE), "/", 1)
-    directory = F.regexp_extract(F.col(ROW_FILE), r"^(.*)/[^/]*$", 1)
-    return F.when(F.col(SEGMENT_COLUMN) == first_dir, directory).otherwise(F.col(SEGMENT_COLUMN))
+# Where a tombstoned row lived: its segment directory below `_bs_seg=`, or for a compacted row (whose file
+# names its original segment) the compaction's segment group. SQL text: one JVM call, not one per function.
+_LOCATION = (f"CASE WHEN {SEGMENT_COLUMN} = substring_index({ROW_FILE}, '/', 1) "
+             f"THEN regexp_extract({ROW_FILE}, '^(.*)/[^/]*$', 1) ELSE {SEGMENT_COLUMN} END")
 
 
 def _location_key(segment: SegmentInfo) -> str:

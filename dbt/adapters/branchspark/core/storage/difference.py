@@ -66,11 +66,16 @@ def comparable_columns(schema: T.StructType, names: list[str]) -> list[Column] |
 
 def comparable_sql(name: str, data_type: T.DataType) -> str | None:
     """`comparable` as SQL text (a plan built from text takes one JVM call per expression)."""
+    return comparable_expression(quote(name), data_type)
+
+
+def comparable_expression(sql: str, data_type: T.DataType) -> str | None:
+    """`comparable_value` of the SQL expression `sql`, as SQL text."""
     if isinstance(data_type, T.MapType):
         if _orderable(data_type.keyType) and _orderable(data_type.valueType):
-            return f"array_sort(map_entries({quote(name)}))"
+            return f"array_sort(map_entries({sql}))"
         return None
-    return quote(name) if _orderable(data_type) else None
+    return sql if _orderable(data_type) else None
 
 
 def difference(old: DataFrame, new: DataFrame, columns: list[str]) -> DataFrame | None:
