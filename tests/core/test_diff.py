@@ -237,3 +237,18 @@ def test_a_table_with_its_own_diff_type_column_diffs(keyed, spark, warehouse):
     assert audit.counts() == {"added": 1, "removed": 0, "modified": 0}
     code, text = cli_diff(warehouse, "main", "dev")
     assert code == 0 and "| shop.audit | added  | 1     |" in text, text
+
+
+def test_rows_a_compaction_moved_on_the_side_that_dropped_a_column_are_compared(keyed, spark):
+    """Found by the diff model test's wide profile: dev drops `amount` and compacts; its rows, moved to the
+    compacted segment, paired by identity with main's copies and were reported unchanged, although in main's
+    columns dev's rows read `amount` NULL."""
+    lh = keyed
+    with lh.transaction("dev") as tx:
+        tx.drop_column("shop.orders", "amount")
+    lh.branch("dev").compact("shop.orders")
+    orders = branch_diff(lh, "dev", "main", mode="two_dot").table("shop.orders")
+    assert orders.counts() == {"added": 0, "removed": 0, "modified": 5}
+    modified = orders.rows.modified.collect()
+    assert sorted((r["id"], r[OLD]["amount"], r[NEW]["amount"], tuple(r[CHANGED])) for r in modified) == \
+        [(i, None, float(i * 10), ("amount",)) for i in range(1, 6)]

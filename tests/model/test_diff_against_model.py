@@ -3,8 +3,8 @@ two-dot and three-dot diffs between them, before and after a merge, must equal t
 keyless, across overwrites, compactions and schema changes; the merge preview must equal what the merge
 then reports.
 
-The model's diff of two versions of a table: both versions' rows in the `to` version's columns (matched by
-column id), as multisets; removed = from - to, added = to - from; on a keyed table a key on both sides is
+The model's diff of two versions of a table: both versions' rows, as each version reads them, in the `to`
+version's columns (matched by column id; a column the `from` version lacks is NULL in its rows), as multisets; removed = from - to, added = to - from; on a keyed table a key on both sides is
 modified (old and new row, the columns that differ). Schema changes by column id: added, dropped, renamed,
 type. The operations and the model come from tests/model (driver.Batch, cases); only the diff is new here.
 
@@ -43,7 +43,10 @@ def model_diff(before: Table, after: Table) -> dict:
 
     # (Table.project reads an empty column list as "this table's columns": a table whose every column was
     # dropped holds only row counts)
-    old = Counter(tuple(r.values.get(c.id) for c in columns) for r in before.rows.values())
+    # Each version's rows as that version reads them: a column `before` lacks (it dropped it, or `after` added
+    # it) is NULL in its rows, even where its files still hold a value under that id.
+    known = {c.id for c in before.columns}
+    old = Counter(tuple(r.values.get(c.id) if c.id in known else None for c in columns) for r in before.rows.values())
     new = Counter(tuple(r.values.get(c.id) for c in columns) for r in after.rows.values())
     removed, added = old - new, new - old
     out = {"removed": Counter(), "added": Counter(), "modified": Counter(), "old": Counter()}

@@ -24,6 +24,7 @@ from .. import errors
 from ..catalog.namespace import Namespace
 from ..catalog.state import CommitInfo, Schema, TableState
 from ..merge.base import merge_base
+from ..storage.reader import STORED_IDENTITY_KINDS
 from ..context import WriteContext
 from .preview import MergePreview, preview_merge
 from .rows import RowDifference, row_difference
@@ -154,15 +155,21 @@ def _table_diff(lakehouse: WriteContext, at: CommitInfo, before: Namespace, afte
 
 def _shared_rows_read_differently(store, old: TableState, new: TableState, old_schema: Schema,
                                   new_schema: Schema) -> bool:
-    """Whether a row of a file both versions share can read differently in them: a column of `to` that
-    `from` does not know (it dropped it) or gives another default, while a shared file holds that column
-    (or, for the default, lacks it). Then every row is compared, not only the unshared ones (metadata only)."""
+    """Whether a row both versions hold can read differently in them: a column of `to` that `from` does not
+    know (it dropped it) or gives another default, while a file holding such a row holds that column (or,
+    for the default, lacks it). Then every row is compared, not only the unshared ones (metadata only).
+    The rows both hold are those of shared files, and, when a compaction moved rows (either side), also those
+    of the unshared files, whose rows pair with their moved copies by identity (changes/delta.py)."""
     unknown = [c for c in new_schema.columns if old_schema.source_of(c) is None]
     redefaulted = [c for c in new_schema.columns
                    if (source := old_schema.source_of(c)) is not None and source.default != c.default]
     if not unknown and not redefaulted:
         return False
     shared = set(old.segments) & set(new.segments)
-    written = store.schemas({s.schema_id for s in store.segments(shared).values()})
+    unshared = (set(old.segments) | set(new.segments)) - shared
+    infos = store.segments(shared | unshared)
+    moved = any(s.kind in STORED_IDENTITY_KINDS for sid, s in infos.items() if sid in unshared)
+    held = infos.values() if moved else [infos[s] for s in shared if s in infos]
+    written = store.schemas({s.schema_id for s in held})
     return any(w.source_of(c) is not None for w in written.values() for c in unknown) or \
         any(w.source_of(c) is None for w in written.values() for c in redefaulted)
