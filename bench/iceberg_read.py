@@ -101,5 +101,6 @@ def main() -> None:
               f"the same metadata from its file (iceberg_scan, no catalog round trip) {direct_s * 1000:.1f} ms, "
               f"{direct_s / plain_s:.2f}x")
 
+
 if __name__ == "__main__":
     main()

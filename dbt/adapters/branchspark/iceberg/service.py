@@ -3,8 +3,8 @@ its databases as namespaces, its tables with their Iceberg metadata.
 
 A loaded table is kept per (commit, table), as the response body it is sent as: a commit never changes,
 so a repeated request for a branch whose head did not move costs one catalog query (on a kept connection)
-and no JSON encoding. Walking a branch's history to find a table's earlier
-versions is memoised per commit too, so a moved head walks only the new commits.
+and no JSON encoding. Walking a branch's history to find a table's earlier versions is memoised per commit
+too, so a moved head walks only the new commits.
 """
 from __future__ import annotations
 

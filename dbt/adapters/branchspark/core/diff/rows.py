@@ -135,7 +135,7 @@ def row_difference(spark: SparkSession, warehouse: Warehouse, store: CatalogStor
         raise errors.InvalidArgument("the table has a column whose values Spark cannot compare (a map inside "
                                      "another type): diff the other tables, or compare that one with SQL")
     if not keyed:
-        return RowDifference(columns, (), _net(events, columns))
+        return RowDifference(columns, (), _net(events, columns, schema))
     keys = tuple(schema.column(k).name for k in primary_key)
     return RowDifference(columns, keys, _by_key(events, columns, keys, schema))
 
@@ -153,9 +153,9 @@ def _row(columns: list[str]) -> str:
     return "struct(" + ", ".join(quote(c) for c in columns) + ")"
 
 
-def _net(events: DataFrame, columns: list[str]) -> DataFrame:
+def _net(events: DataFrame, columns: list[str], schema: Schema) -> DataFrame:
     """Keyless: each distinct row (by value) whose count differs, with its net count (_NET) and itself (_ROW)."""
-    values = [comparable_sql(c, events.schema[c].dataType) for c in columns]
+    values = [comparable_sql(c, schema.column(c).data_type) for c in columns]
     grouped = events.selectExpr(*[f"{v} AS _bs_diff_v{i}" for i, v in enumerate(values)], f"{_row(columns)} AS {_ROW}",
                                 _SIDE)
     return (grouped.groupBy(*[f"_bs_diff_v{i}" for i in range(len(values))])
