@@ -45,8 +45,9 @@ from dbt.adapters.branchspark.adapter.target_branch import _author as author
 from dbt.adapters.branchspark.core.errors import MergeConflict, MergeInProgress, StaleHead
 from dbt.adapters.branchspark.core.merge.base import merge_base
 from dbt.adapters.branchspark.core.merge.merger import MergeOptions, ThreeWayMerge
-from dbt.adapters.branchspark.core.merge.report import Conflict, MergeResult, conflict_message
+from dbt.adapters.branchspark.core.merge.report import Conflict, MergeResult
 from dbt.adapters.branchspark.core.merge.rules import Rule
+from dbt.adapters.branchspark.core.operations import ObjectKind, Op
 
 logger = AdapterLogger("branchspark")
 
@@ -309,15 +310,8 @@ def land_by_merge(lakehouse, branch: str, head: str, run_branch: str, run_head: 
     """B moved: MERGE BRANCH run INTO B (SPEC 3) as one merge commit, with the run's views carried over."""
     planner = ThreeWayMerge(lakehouse, run_branch, run_head, branch, base,
                             MergeOptions(message=message, author=author))
-    if planner.tx.base_head != head:
-        raise StaleHead(branch, head, planner.tx.base_head)
-    result = MergeResult(run_branch, branch, base, "merge", "merged")
-    planner.plan(result)
-    carry_views(planner, result)
-    if result.conflicts:
-        planner.release()
-        raise MergeConflict(conflict_message(result), report=result)
-    planner.write()
+    planner.land(MergeResult(run_branch, branch, base, "merge", "merged"), expected_head=head,
+                 after_plan=carry_views)
     return planner.tx.commit_info
 
 
@@ -330,26 +324,26 @@ def carry_views(planner, result) -> None:
             continue  # the run left it alone
         old = base.table(table_id) if before else None
         new = src.table(table_id) if after else None
-        if not any(s is not None and s.kind == "view" for s in (old, new)):
+        if not any(s is not None and s.kind == ObjectKind.VIEW for s in (old, new)):
             continue  # tables: the merge's
-        if new is None or new.kind != "view":
-            if table_id in ns.tables and ns.table(table_id).kind == "view":
+        if new is None or new.kind != ObjectKind.VIEW:
+            if table_id in ns.tables and ns.table(table_id).kind == ObjectKind.VIEW:
                 name = ns.full_name(table_id)
                 ns.remove_table(table_id)
-                planner.tx.record("view", table_id, name, "drop")
+                planner.tx.record(ObjectKind.VIEW, table_id, name, Op.DROP)
             continue
         if new.database_id not in ns.databases:
             continue  # its database did not merge: that is reported already
         name = f"{ns.databases[new.database_id][1]}.{new.name}"
         clash = ns.table_id(name, required=False)
         if clash is not None and clash != table_id:
-            if ns.table(clash).kind != "view":
+            if ns.table(clash).kind != ObjectKind.VIEW:
                 result.conflicts.append(Conflict("table", name, "create view", "create table", Rule.SAME_NAME,
                                                  "a table of that name is on dest"))
                 continue
             ns.remove_table(clash)
         ns.adopt_table(new)
-        planner.tx.record("view", table_id, name, "create" if old is None else "alter view")
+        planner.tx.record(ObjectKind.VIEW, table_id, name, Op.CREATE if old is None else Op.ALTER_VIEW)
 
 
 def _state_path(state_dir: Optional[str] = None) -> Optional[str]:

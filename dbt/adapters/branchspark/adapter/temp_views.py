@@ -18,8 +18,9 @@ from pyspark.sql import DataFrame, SparkSession
 
 from dbt.adapters.branchspark.core.sql_text import QUOTED, quote_identifier, tokens, unquote
 from dbt.adapters.branchspark.adapter.frames import struct_of
+from dbt.adapters.branchspark.core.operations import ObjectKind
 
-TABLE, VIEW = "table", "view"
+TABLE, VIEW = ObjectKind.TABLE, ObjectKind.VIEW
 
 
 class _Relation:

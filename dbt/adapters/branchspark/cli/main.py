@@ -14,6 +14,7 @@ from rich.table import Table
 from ..core import errors
 from ..core.catalog.url import redact_text, redact_url
 from ..core.lakehouse import Lakehouse
+from ..core.operations import ObjectKind
 from ..core.spark_errors import unreadable_file
 from .changes_cmd import changes
 from .diff_cmd import diff
@@ -146,7 +147,7 @@ def show(obj: Context, table_name, ref):
     state = snapshot.state(table_name)
     info = snapshot.ns.table_info(state)
     console.print(f"[bold]{info.full_name}[/bold] ({info.kind}) on {ref} at {snapshot.commit.short_id}")
-    if info.kind == "view":
+    if info.kind == ObjectKind.VIEW:
         console.print(info.view_sql)
         return
     schema = Table("column", "type", "nullable", "default")

@@ -29,6 +29,7 @@ The hidden branch is dropped either way; a crashed writer's one is dropped by `g
 from __future__ import annotations
 
 import uuid
+from functools import partial
 
 from . import errors
 from .catalog.retry import CommitRetry
@@ -121,20 +122,15 @@ def _land(tx: "Transaction", staged: CommitInfo, head: str) -> CommitInfo | None
     planner = ThreeWayMerge(lakehouse, f"a write on {tx.branch}", staged.id, tx.branch, base,
                             MergeOptions(message=staged.message, author=staged.author, merge_commit=False,
                                          allow_protected=tx.allow_protected))
-    if planner.tx.base_head != head:
-        planner.release()
-        raise errors.StaleHead(tx.branch, head, planner.tx.base_head)
     result = MergeResult(f"a write on {tx.branch}", tx.branch, base, "merge", "up-to-date")
-    planner.plan(result)
-    if result.conflicts:
-        planner.release()
-        first = result.conflicts[0]
-        raise errors.WriteConflict(
-            f"branch '{tx.branch}' moved while this write ran and the change conflicts with what landed "
-            f"({first.object_name}: {first.src_op} here vs {first.dest_op} there, {first.rule}: {first.reason}): "
-            f"nothing was written; run the write again on the new head")
-    if not planner.tx.operations and not any(plan.ops for plan in planner.tables.values()):
-        planner.release()
+    if planner.land(result, partial(_write_conflict, tx.branch), expected_head=head) is None:
         return None  # what this write did is already on the branch
-    planner.write()
     return planner.tx.commit_info
+
+
+def _write_conflict(branch: str, result: MergeResult) -> errors.WriteConflict:
+    first = result.conflicts[0]
+    return errors.WriteConflict(
+        f"branch '{branch}' moved while this write ran and the change conflicts with what landed "
+        f"({first.object_name}: {first.src_op} here vs {first.dest_op} there, {first.rule}: {first.reason}): "
+        f"nothing was written; run the write again on the new head")

@@ -37,6 +37,7 @@ from .storage.layout import SEGMENT_COLUMN, Warehouse, metadata_roots
 from .storage.reader import TableReader
 from .storage.writer import SegmentWriter
 from .transaction import Transaction
+from .operations import ObjectKind, Op
 
 FAULT_ENV = "BRANCHSPARK_FAULT"
 
@@ -142,7 +143,7 @@ class Snapshot:
 
     def read(self, name: str, with_row_ids: bool = False) -> DataFrame:
         state = self.state(name)
-        if state.kind == "view":
+        if state.kind == ObjectKind.VIEW:
             self._register_relations(state.view_sql, {name.lower()})
             return self.lakehouse.spark.sql(state.view_sql)
         try:
@@ -159,7 +160,7 @@ class Snapshot:
                 continue
             seen.add(name)
             state = self.state(name)
-            if state.kind == "view":
+            if state.kind == ObjectKind.VIEW:
                 self._register_relations(state.view_sql, seen)
                 self.lakehouse.spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW {quote_identifier(name)} AS "
                                          f"{state.view_sql}")
@@ -377,22 +378,22 @@ class Lakehouse:
             for database_id in set(current.databases) | set(target.databases):
                 before, after = current.databases.get(database_id), target.databases.get(database_id)
                 if before and not after:
-                    tx.record("database", database_id, before[1], "drop")
+                    tx.record(ObjectKind.DATABASE, database_id, before[1], Op.DROP)
                 elif after and not before:
-                    tx.record("database", database_id, after[1], "create", restored=True)
+                    tx.record(ObjectKind.DATABASE, database_id, after[1], Op.CREATE, restored=True)
                 elif before[0] != after[0]:
-                    tx.record("database", database_id, after[1], "set properties", restored=True)
+                    tx.record(ObjectKind.DATABASE, database_id, after[1], Op.SET_PROPERTIES, restored=True)
             for table_id in set(current.tables) | set(target.tables):
                 before, after = current.tables.get(table_id), target.tables.get(table_id)
                 if before and not after:
-                    tx.record("table", table_id, current.full_name(table_id), "drop")
+                    tx.record(ObjectKind.TABLE, table_id, current.full_name(table_id), Op.DROP)
                 elif after and not before:
-                    tx.record("table", table_id, after[2], "create", restored=True)
+                    tx.record(ObjectKind.TABLE, table_id, after[2], Op.CREATE, restored=True)
                 elif before[0] != after[0]:
                     old, new = self.store.tables([before[0], after[0]]).values()
                     if old.schema_id != new.schema_id:
-                        tx.record("table", table_id, after[2], "alter column", action="restore")
-                    tx.record("table", table_id, after[2], "overwrite", restored=True)
+                        tx.record(ObjectKind.TABLE, table_id, after[2], Op.ALTER_COLUMN, action="restore")
+                    tx.record(ObjectKind.TABLE, table_id, after[2], Op.OVERWRITE, restored=True)
             current.databases = {k: list(v) for k, v in target.databases.items()}
             current.tables = {k: list(v) for k, v in target.tables.items()}
             current.staged_databases.clear()

@@ -19,8 +19,9 @@ from pyspark.sql import DataFrame
 from .catalog.namespace import Namespace, split_name
 from .catalog.state import OpInfo, Root, TableState
 from .storage.reader import TableReader
+from .operations import ObjectKind, Op
 
-BLIND_OPS = {"insert"}  # operations whose result does not depend on the table's rows
+BLIND_OPS = {Op.INSERT}  # operations whose result does not depend on the table's rows
 
 
 @dataclass
@@ -121,16 +122,16 @@ def overlap(depends: Dependencies, operations: list[OpInfo], before: Root, after
                          if before.databases.get(d) != after.databases.get(d)}
     if not changed and not changed_databases:
         return []
-    blind = {op.object_id for op in operations if op.object_kind == "table" and op.op in BLIND_OPS}
+    blind = {op.object_id for op in operations if op.object_kind == ObjectKind.TABLE and op.op in BLIND_OPS}
     blind -= {op.object_id for op in operations if op.op not in BLIND_OPS} | depends.row_reads
-    written = {op.object_id for op in operations if op.object_kind != "database"}
+    written = {op.object_id for op in operations if op.object_kind != ObjectKind.DATABASE}
     touched = ((depends.table_ids | written) - blind) & changed
     touched |= tables_read_by(depends.inputs, changed - touched)
     clashes = [_label(before, after, t) for t in sorted(touched)]
     (databases_before, tables_before), (databases_after, tables_after) = _names(before), _names(after)
     clashes += sorted(n for n in depends.table_names if tables_before.get(n) != tables_after.get(n))
     clashes += sorted(n for n in depends.database_names if databases_before.get(n) != databases_after.get(n))
-    databases = depends.database_ids | {op.object_id for op in operations if op.object_kind == "database"}
+    databases = depends.database_ids | {op.object_id for op in operations if op.object_kind == ObjectKind.DATABASE}
     clashes += sorted(_database_label(before, after, d) for d in databases & changed_databases)
     regrouped = _regrouped(before, after, changed)
     clashes += sorted(f"the tables of {_database_label(before, after, d)}"

@@ -18,6 +18,7 @@ from ..core.catalog.namespace import Namespace
 from ..core.catalog.store import CatalogStore
 from ..core.catalog.state import CommitInfo, DatabaseInfo, Root
 from ..core.lakehouse import Lakehouse, Snapshot
+from ..core.operations import ObjectKind
 from .metadata import MetadataBuilder, VersionAt
 
 _COMMIT_ID = re.compile(r"^[0-9a-fA-F]{6,32}$")
@@ -78,7 +79,7 @@ class CatalogService:
         full_name = f"{database}.{name}"
         snapshot.ns.database_id(database)
         table_id = snapshot.ns.table_id(full_name)
-        if snapshot.state(full_name).kind != "table":
+        if snapshot.state(full_name).kind != ObjectKind.TABLE:
             raise errors.TableNotFound(full_name, snapshot.ns.label)
         key = (snapshot.commit.id, table_id)
         with self._lock:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from enum import StrEnum
 
 from pyspark.sql import types as T
 
@@ -74,6 +75,16 @@ class Schema:
         return T.StructType([T.StructField(c.name, c.data_type, True) for c in self.columns])
 
 
+class SegmentKind(StrEnum):
+    """What wrote a segment's rows: new rows, the new images of updated rows, a compaction (rows kept, with
+    their identities stored), or a merge that carried rows from another version (identities stored too)."""
+
+    DATA = "data"
+    UPDATE = "update"
+    COMPACTION = "compaction"
+    MERGE = "merge"
+
+
 @dataclass(frozen=True)
 class SegmentInfo:
     id: str
@@ -81,7 +92,7 @@ class SegmentInfo:
     path: str
     seq: int
     schema_id: str
-    kind: str  # data | update | compaction
+    kind: SegmentKind
     partition_by: tuple[str, ...] = ()
     partition_values: dict = field(default_factory=dict)
     files: tuple[str, ...] = ()  # data file names below `path`

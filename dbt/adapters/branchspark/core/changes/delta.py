@@ -39,9 +39,10 @@ from ..storage.reader import (
     segment_group,
 )
 from .versions import Step
+from ..operations import ROW_OPS, Op
 
 IDENTITY = (ROW_FILE, ROW_POS)  # a row's identity: stable across compaction, unique per written row
-ROW_CHANGING_OPS = frozenset({"insert", "delete", "update", "overwrite", "create", "drop"})
+ROW_CHANGING_OPS = ROW_OPS | {Op.CREATE, Op.DROP}
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,7 @@ class StepDelta:
 
 def only_compaction(step: Step) -> bool:
     kinds = {o.op for o in step.operations}
-    return "compaction" in kinds and not kinds & ROW_CHANGING_OPS
+    return Op.COMPACTION in kinds and not kinds & ROW_CHANGING_OPS
 
 
 class DeltaReader:

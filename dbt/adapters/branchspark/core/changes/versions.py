@@ -20,6 +20,7 @@ from ..catalog.namespace import Namespace
 from ..catalog.state import CommitInfo, OpInfo, Root, Schema, TableState
 from ..catalog.store import MAIN
 from ..lakehouse import Lakehouse, parse_time
+from ..operations import ObjectKind
 
 
 @dataclass(frozen=True)
@@ -88,7 +89,7 @@ def plan_range(lakehouse: Lakehouse, table: str, from_, to, branch: str | None =
     from_commit = None if is_snapshot_request(from_) else resolve_version(lakehouse, from_, branch)
     chain = _chain(lakehouse, from_commit, to_commit, from_, branch if to is None or to == "" else to)
     table_id, state = _find_table(lakehouse, table, chain + ([from_commit] if from_commit else []), to_commit)
-    if state.kind != "table":
+    if state.kind != ObjectKind.TABLE:
         raise errors.InvalidArgument(f"'{table}' is a view: changes exist only for tables; ask for the tables "
                                      f"it reads")
     schema = store.schemas([state.schema_id])[state.schema_id]

@@ -29,6 +29,7 @@ from ..context import WriteContext
 from .preview import MergePreview, preview_merge
 from .rows import RowDifference, row_difference
 from .schema import SchemaChange, schema_changes
+from ..operations import ObjectKind
 
 
 TWO_DOT, THREE_DOT = "two_dot", "three_dot"
@@ -93,7 +94,7 @@ def branch_diff(lakehouse: WriteContext, from_, to, tables=None, mode: str | Non
             continue
         old = before.table(table_id) if table_id in before.tables else None
         new = after.table(table_id) if table_id in after.tables else None
-        if any(s is not None and s.kind != "table" for s in (old, new)):
+        if any(s is not None and s.kind != ObjectKind.TABLE for s in (old, new)):
             continue  # views hold no rows of their own
         found = _table_diff(lakehouse, to_commit, before, after, old, new)
         if found is None:

@@ -31,6 +31,7 @@ from .conflict_tables import KEEP, MERGED
 from .drivers import driver_outputs
 from .rules import Rule
 from .sides import ObjectChanges
+from ..operations import Op
 
 # The conflict relation's row identity: the base row's segment (as conflict reports name it), the
 # data file it was written to (below the table's data directory) and its position in that file.
@@ -42,9 +43,9 @@ _ROOT_FILE, _ROOT_POS = "_bs_root_file", "_bs_root_pos"
 
 def contested_segments(src: ObjectChanges, dest: ObjectChanges) -> dict[str, set[str]]:
     """{"A1": segments src updated and dest deleted in, "A3": segments both updated in}, empty ones left out."""
-    src_updates = src.touched.get("update", set())
-    found = {Rule.A1: src_updates & dest.touched.get("delete", set()),
-             Rule.A3: src_updates & dest.touched.get("update", set())}
+    src_updates = src.touched.get(Op.UPDATE, set())
+    found = {Rule.A1: src_updates & dest.touched.get(Op.DELETE, set()),
+             Rule.A3: src_updates & dest.touched.get(Op.UPDATE, set())}
     return {rule: segments for rule, segments in found.items() if segments}
 
 

@@ -29,7 +29,7 @@ from functools import partial, reduce
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from ..catalog.state import Schema, SegmentInfo, TableState
+from ..catalog.state import Schema, SegmentInfo, SegmentKind, TableState
 from ..storage.layout import SEGMENT_COLUMN
 from ..storage.difference import comparable_columns
 from ..storage.writer import TombstoneSummary, first_written_in
@@ -52,11 +52,12 @@ from .drivers import driver_outputs
 from .report import Conflict
 from .rules import Rule
 from .sides import ObjectChanges, rows_merge_by_count
+from ..operations import Op
 
 IDENTITY = [ROW_FILE, ROW_POS]
 _SHOWN_KEYS = 20  # conflicting keys listed in a report; the count covers all of them
 # The operation pair a contested keyless row's rule stands for, as conflict reports name it.
-_CONTESTED_OPS = {Rule.A1: ("update", "delete"), Rule.A3: ("update", "update")}
+_CONTESTED_OPS = {Rule.A1: (Op.UPDATE, Op.DELETE), Rule.A3: (Op.UPDATE, Op.UPDATE)}
 _ROWS_PER_FILE = 1_000_000  # a merge's output files: sized by row count, at least one
 
 
@@ -83,7 +84,7 @@ class DataPlan:
     keep_segments: list[str]
     add_segments: list[str] = field(default_factory=list)  # src's, shared as they are
     new_rows: DataFrame | None = None  # written as one segment at the merge's sequence
-    new_rows_kind: str = "data"
+    new_rows_kind: SegmentKind = SegmentKind.DATA
     doomed: DataFrame | None = None  # written as one tombstone at the merge's sequence
     tombstones: list[str] = field(default_factory=list)
     conflicts: list[Conflict] = field(default_factory=list)
@@ -186,7 +187,7 @@ class DataMerger:
         carried_groups = src_added - self._groups(shared)
         if any(s.kind in STORED_IDENTITY_KINDS and s.id not in base_ids for s in src_infos) and carried_groups:
             carried = self._new_rows(inputs, inputs.src, carried_groups).drop(SEGMENT_COLUMN)
-            plan.new_rows, plan.new_rows_kind = carried, "merge"
+            plan.new_rows, plan.new_rows_kind = carried, SegmentKind.MERGE
         # Partitions src overwrote: dest's segments there go, as replaying the overwrite would drop them.
         if src.segments_removed:
             removed = set(src.segments_removed)
@@ -295,7 +296,7 @@ class DataMerger:
                         columns: list[str], side: str) -> DataFrame | None:
         """(base identity, the side's live update image of that base row), following updates of updates."""
         updates = [s for s in self.lookup.segment_infos(list(dict.fromkeys(changes.segments_added)))
-                   if s.kind == "update"]
+                   if s.kind == SegmentKind.UPDATE]
         if not updates:
             return None
         lineage = contested_rows.update_lineage(self._prev_identity(updates), base.select(*IDENTITY), len(updates))
@@ -314,7 +315,7 @@ class DataMerger:
         """A4: (src's update images of rows that dest overwrote (in `overwritten` segment groups, or among
         `overwritten_rows` identities), following chains of updates; the identities of those base rows, whose
         update A4 drops as a whole); (None, None) when src updated nothing."""
-        updates = [s for s in self.lookup.segment_infos(shared) if s.kind == "update"]
+        updates = [s for s in self.lookup.segment_infos(shared) if s.kind == SegmentKind.UPDATE]
         if not updates:
             return None, None
         # Every image ever written (live or replaced since), with the row it replaced.
@@ -613,7 +614,7 @@ class DataMerger:
         and compactions replace segments instead (their rows are not src's changes alone), and a new
         primary key changes what a tombstone's key means."""
         sides = (inputs.src_changes, inputs.dest_changes)
-        if any(changes.segments_removed or changes.ops & {"compaction", "alter primary key"} for changes in sides):
+        if any(changes.segments_removed or changes.ops & {Op.COMPACTION, Op.ALTER_PRIMARY_KEY} for changes in sides):
             return False
         if not inputs.base.primary_key == inputs.src.primary_key == inputs.dest.primary_key:
             return False
@@ -788,6 +789,6 @@ def _tombstone_columns(inputs: TableInputs) -> list[str]:
 
 
 def _ops(changes: ObjectChanges) -> str:
-    dml = sorted(changes.ops & {"insert", "delete", "update", "overwrite"})
+    dml = sorted(changes.ops & {Op.INSERT, Op.DELETE, Op.UPDATE, Op.OVERWRITE})
     return "+".join(dml) or "-"
 

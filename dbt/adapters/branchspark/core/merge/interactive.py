@@ -62,6 +62,14 @@ def _planner(lakehouse, paused: P.PausedMerge, drivers, plan_data: bool = True):
     return ThreeWayMerge(lakehouse, paused.src, paused.src_head, paused.dest, paused.base, options)
 
 
+class _Pause(Exception):
+    """The data step stops at `phase` to show its rows or their conflicts (nothing written)."""
+
+    def __init__(self, phase: str):
+        super().__init__(phase)
+        self.phase = phase
+
+
 def _is_row_conflict(conflict: Conflict, planner) -> bool:
     """A conflict of rows the plan decided one by one (shown in a conflict relation), not of a whole table."""
     return conflict.rule in ROW_RULES and conflict.object_name in planner.data_plans
@@ -90,24 +98,27 @@ def _advance(lakehouse, paused: P.PausedMerge, drivers, continuing: bool) -> Mer
             continuing = False  # the schema step passed; the data step has not paused yet
     result = _result(paused, "paused")
     planner = _planner(lakehouse, paused, drivers)
-    try:
-        planner.plan(result)
+
+    def first_look(planner, result) -> None:
         if phase == P.INSPECTING_DATA and paused.phase != P.INSPECTING_DATA:
             # First arrival: show every table the merge plans row by row (keyed, or keyless with contested segments).
             for name, data in planner.data_plans.items():
                 _write_relation(lakehouse, paused, name, data)
-            return _pause(store, paused, P.INSPECTING_DATA, result)
+            raise _Pause(P.INSPECTING_DATA)
+
+    def conflicts(result) -> Exception:
         row_conflicts = [c for c in result.conflicts if _is_row_conflict(c, planner)]
-        if result.conflicts:
-            if phase == P.RESOLVING_DATA and continuing or not row_conflicts:
-                raise errors.MergeConflict(_still_open(paused, len(result.conflicts), "data"), report=result)
-            for name in {c.object_name for c in row_conflicts} - set(paused.relations):
-                _write_relation(lakehouse, paused, name, planner.data_plans[name])
-            _refresh_counts(lakehouse, paused)
-            return _pause(store, paused, P.RESOLVING_DATA, result)
-        result.commit_id = planner.write()
-    finally:
-        planner.release()
+        if phase == P.RESOLVING_DATA and continuing or not row_conflicts:
+            return errors.MergeConflict(_still_open(paused, len(result.conflicts), "data"), report=result)
+        for name in {c.object_name for c in row_conflicts} - set(paused.relations):
+            _write_relation(lakehouse, paused, name, planner.data_plans[name])
+        _refresh_counts(lakehouse, paused)
+        return _Pause(P.RESOLVING_DATA)
+
+    try:
+        result.commit_id = planner.land(result, conflicts, after_plan=first_look)
+    except _Pause as stop:
+        return _pause(store, paused, stop.phase, result)
     result.status = "merged"
     _drop_files(lakehouse, paused)
     paused.phase = P.FINISHED

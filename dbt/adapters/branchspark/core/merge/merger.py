@@ -17,7 +17,7 @@ from typing import Any
 
 from .. import errors
 from ..catalog.namespace import Namespace
-from ..catalog.state import Schema, TableState
+from ..catalog.state import Schema, SegmentKind, TableState
 from ..context import WriteContext
 from ..storage.reader import TableReader
 from ..storage.writer import first_written_in, side_by_side
@@ -32,6 +32,7 @@ from .rules import TABLE_DML, Rule, database_cell, matrix_ops, table_cell
 from .schema import merge_schemas
 from .sides import ObjectChanges, rows_merge_by_count, side_since
 from .views import plan_views
+from ..operations import ObjectKind, Op
 
 STRATEGIES = ("merge", "fast_forward", "auto", "interactive", "rebase")
 ON_CONFLICT = ("abort", "ours", "theirs", "pause")
@@ -72,18 +73,15 @@ def three_way_merge(lakehouse: WriteContext, src: str | None, dest: str, policy:
                                      f"since their merge base that '{src}' lacks; use strategy merge or auto")
     planner = ThreeWayMerge(lakehouse, src, src_commit.id, dest, base,
                             MergeOptions(policy, message, author, drivers or {}, tuple(views or ())))
-    planner.plan(result)
-    if dry_run:
-        result.status = "dry-run"
-        planner.release()
-        return result
-    if result.conflicts:
-        result.status = "conflicts"
-        planner.release()
-        raise errors.MergeConflict(conflict_message(result), report=result)
-    result.commit_id = planner.write()
-    result.status = "merged"
+    result.commit_id = planner.land(result, dry_run=dry_run)
+    result.status = "dry-run" if dry_run else "merged"
     return result
+
+
+def merge_conflict(result: MergeResult) -> errors.MergeConflict:
+    """The error of a merge whose conflicts stand, with its report."""
+    result.status = "conflicts"
+    return errors.MergeConflict(conflict_message(result), report=result)
 
 
 @dataclass
@@ -168,6 +166,35 @@ class ThreeWayMerge:
         self.drop_databases: list[str] = []
         self.result: MergeResult | None = None
 
+    # ---------------------------------------------------- plan, check, write
+    def land(self, result: MergeResult, conflicts: Callable[[MergeResult], Exception] | None = None, *,
+             expected_head: str | None = None,
+             after_plan: Callable[["ThreeWayMerge", MergeResult], None] | None = None,
+             dry_run: bool = False) -> str | None:
+        """Plan, check, write: the path every merge that lands takes (a merge and rebase's steps, a paused
+        merge's last step, a run landing by merge, a write replayed on a moved head). Returns the new commit's
+        id; None when it wrote nothing (a dry run, or a replay whose changes dest holds already).
+
+        `expected_head`: dest's head the caller planned against (StaleHead if it moved). `after_plan`: what the
+        caller adds to the plan (a run's views) or where it stops (raising). Conflicts that stand raise
+        `conflicts(result)` (by default a MergeConflict with the report); nothing is written then."""
+        try:
+            if expected_head is not None and self.tx.base_head != expected_head:
+                raise errors.StaleHead(self.tx.branch, expected_head, self.tx.base_head)
+            self.plan(result)
+            if after_plan is not None:
+                after_plan(self, result)
+            if dry_run:
+                return None
+            if result.conflicts:
+                raise (conflicts or merge_conflict)(result)
+            if not self.options.merge_commit and not self.tx.operations and not any(
+                    plan.ops for plan in self.tables.values()):
+                return None  # a replayed write whose changes dest holds already
+            return self.write()
+        finally:
+            self.release()  # the plan's cached frames (unpersisting twice is harmless)
+
     # --------------------------------------------------------------- plan
     def plan(self, result: MergeResult) -> None:
         self.result = result
@@ -180,7 +207,7 @@ class ThreeWayMerge:
                                                 Rule.CONFLICT, "dest created tables in it"), None)
             elif database_id in self.ns.databases:
                 self.ns.remove_database(database_id)
-                self.tx.record("database", database_id, self.dest.databases[database_id][1], "drop")
+                self.tx.record(ObjectKind.DATABASE, database_id, self.dest.databases[database_id][1], Op.DROP)
 
     def _conflict(self, result: MergeResult, conflict: Conflict, prefer: str | None) -> bool:
         """Report a conflict, or note it as settled; True when it stands (the object is left alone)."""
@@ -191,8 +218,8 @@ class ThreeWayMerge:
         return False
 
     @staticmethod
-    def _state(ns: Namespace, kind: str, object_id: str):
-        if kind == "database":
+    def _state(ns: Namespace, kind: ObjectKind, object_id: str):
+        if kind == ObjectKind.DATABASE:
             return ns.database(object_id) if object_id in ns.databases else None
         return ns.table(object_id) if object_id in ns.tables else None
 
@@ -200,7 +227,8 @@ class ThreeWayMerge:
         result = self.result
         ids = sorted(set(self.base.databases) | set(self.src.databases) | set(self.dest.databases))
         for database_id in ids:
-            base, src, dest = (self._state(ns, "database", database_id) for ns in (self.base, self.src, self.dest))
+            base, src, dest = (self._state(ns, ObjectKind.DATABASE, database_id)
+                               for ns in (self.base, self.src, self.dest))
             prefer = self.options.policy.prefer(src.name if src else dest.name if dest else "")
             if base is None:
                 if src is None or dest is not None:
@@ -211,7 +239,7 @@ class ThreeWayMerge:
                                                        "same name, different id"), prefer) or prefer == "ours":
                         continue
                 self.ns.adopt_database(src)
-                self.tx.record("database", database_id, src.name, "create", merged=True)
+                self.tx.record(ObjectKind.DATABASE, database_id, src.name, Op.CREATE, merged=True)
                 result.outcomes.append(Outcome("database", src.name, "added"))
                 continue
             src_ops = matrix_ops(self.src_side.database(database_id).ops)
@@ -237,9 +265,9 @@ class ThreeWayMerge:
             if (merged.name, merged.properties) != (dest.name, dest.properties):
                 self.ns.put_database(merged)
                 if merged.name != dest.name:
-                    self.tx.record("database", database_id, merged.name, "modify name", old_name=dest.name)
+                    self.tx.record(ObjectKind.DATABASE, database_id, merged.name, Op.MODIFY_NAME, old_name=dest.name)
                 if merged.properties != dest.properties:
-                    self.tx.record("database", database_id, merged.name, "set properties",
+                    self.tx.record(ObjectKind.DATABASE, database_id, merged.name, Op.SET_PROPERTIES,
                                     properties=dict(merged.properties))
                 result.outcomes.append(Outcome("database", merged.name, "merged"))
 
@@ -251,8 +279,8 @@ class ThreeWayMerge:
         result = self.result
         ids = sorted(set(self.base.tables) | set(self.src.tables) | set(self.dest.tables))
         for table_id in ids:
-            base, src, dest = (self._state(ns, "table", table_id) for ns in (self.base, self.src, self.dest))
-            if any(s is not None and s.kind != "table" for s in (base, src, dest)):
+            base, src, dest = (self._state(ns, ObjectKind.TABLE, table_id) for ns in (self.base, self.src, self.dest))
+            if any(s is not None and s.kind != ObjectKind.TABLE for s in (base, src, dest)):
                 continue  # only databases and tables merge (SPEC 3)
             name = (self._full_name(self.src, src) if src else self._full_name(self.dest, dest) if dest
                     else self._full_name(self.base, base))
@@ -267,12 +295,12 @@ class ThreeWayMerge:
             if src is None:
                 if dest is not None:
                     self.ns.remove_table(table_id)
-                    self.tx.record("table", table_id, name, "drop")
+                    self.tx.record(ObjectKind.TABLE, table_id, name, Op.DROP)
                     result.outcomes.append(Outcome("table", name, "dropped"))
                 continue
             if dest is None:
                 dest_name = self._full_name(self.base, base)
-                for op in sorted(matrix_ops(src_changes.ops) - {"drop"}):
+                for op in sorted(matrix_ops(src_changes.ops) - {Op.DROP}):
                     self._conflict(result, Conflict("table", dest_name, op, "drop", Rule.CONFLICT), None)
                 continue
             if dest.version_id == base.version_id:
@@ -291,11 +319,11 @@ class ThreeWayMerge:
                               prefer) or prefer == "ours":
                 return
             self.ns.remove_table(clash)  # theirs: src's table replaces dest's
-            self.tx.record("table", clash, name, "drop")
+            self.tx.record(ObjectKind.TABLE, clash, name, Op.DROP)
         self.ns.adopt_table(src)
-        self.tx.record("table", src.id, name, "create", merged=True)
+        self.tx.record(ObjectKind.TABLE, src.id, name, Op.CREATE, merged=True)
         if src.segments:
-            self.tx.record("table", src.id, name, "insert", segments_added=list(src.segments),
+            self.tx.record(ObjectKind.TABLE, src.id, name, Op.INSERT, segments_added=list(src.segments),
                             tombstones_added=list(src.tombstones))
         result.outcomes.append(Outcome("table", name, "added"))
 
@@ -322,8 +350,8 @@ class ThreeWayMerge:
                     continue  # decided per row below, or no segment is shared across an overwrite
                 if rule:
                     conflicts.append(Conflict("table", name, src_op, dest_op, rule, involved))
-        src_wrote = bool(src_changes.ops & {"insert", "update", "overwrite"})
-        dest_wrote = bool(dest_changes.ops & {"insert", "update", "overwrite"})
+        src_wrote = bool(src_changes.ops & {Op.INSERT, Op.UPDATE, Op.OVERWRITE})
+        dest_wrote = bool(dest_changes.ops & {Op.INSERT, Op.UPDATE, Op.OVERWRITE})
         base_schema, src_schema, dest_schema = (self.ns.schema(s.schema_id) for s in (base, src, dest))
         schema = merge_schemas(name, base_schema, src_schema, dest_schema, src_wrote, dest_wrote,
                                self.options.schema_choices.get(name.lower(), prefer))
@@ -356,15 +384,15 @@ class ThreeWayMerge:
                             schema_id=merged_schema.id)
         ops: list[tuple[str, dict]] = []
         if state.name != dest.name or state.database_id != dest.database_id:
-            ops.append(("alter name", {"old_name": self._full_name(self.dest, dest)}))
+            ops.append((Op.ALTER_NAME, {"old_name": self._full_name(self.dest, dest)}))
         if props != dest.properties:
-            ops.append(("alter properties", {"set": props}))
+            ops.append((Op.ALTER_PROPERTIES, {"set": props}))
         if primary_key != dest.primary_key:
-            ops.append(("alter properties", {"primary_key": list(primary_key)}))
+            ops.append((Op.ALTER_PROPERTIES, {"primary_key": list(primary_key)}))
         if partition_by != dest.partition_by:
-            ops.append(("alter partition", {"partition_by": list(partition_by)}))
+            ops.append((Op.ALTER_PARTITION, {"partition_by": list(partition_by)}))
         if merged_schema.id != dest.schema_id:
-            ops.append(("alter column", {"action": "merge"}))
+            ops.append((Op.ALTER_COLUMN, {"action": "merge"}))
         data = None
         src_dml = src_changes.ops & set(TABLE_DML)
         # An operation-pair conflict (no row contested) settled by ours or theirs: the rows merge by the rules.
@@ -400,7 +428,7 @@ class ThreeWayMerge:
                           "segments_removed": [s for s in dest.segments if s not in state.segments],
                           "tombstones_added": [t for t in state.tombstones if t not in dest.tombstones],
                           "segments_touched": sorted(src_changes.touched.get(op, ()))}
-                if op == "overwrite" and not detail["segments_removed"] and not src_changes.whole_overwrite:
+                if op == Op.OVERWRITE and not detail["segments_removed"] and not src_changes.whole_overwrite:
                     # src's overwrites were recorded by difference: so is their merge, with their tombstones.
                     detail.update(difference=True, overwrite_tombstones=[
                         t for t in src_changes.overwrite_tombstones if t in state.tombstones])
@@ -422,13 +450,13 @@ class ThreeWayMerge:
                             schema_id=src.schema_id, segments=src.segments, tombstones=src.tombstones)
         ops: list[tuple[str, dict]] = []
         if state.name != dest.name or state.database_id != dest.database_id:
-            ops.append(("alter name", {"old_name": self._full_name(self.dest, dest)}))
+            ops.append((Op.ALTER_NAME, {"old_name": self._full_name(self.dest, dest)}))
         if state.properties != dest.properties:
-            ops.append(("alter properties", {"set": state.properties}))
+            ops.append((Op.ALTER_PROPERTIES, {"set": state.properties}))
         if state.partition_by != dest.partition_by:
-            ops.append(("alter partition", {"partition_by": list(state.partition_by)}))
-        ops.append(("alter column", {"action": "merge"}))
-        ops.append(("overwrite", {"segments_added": [s for s in src.segments if s not in dest.segments],
+            ops.append((Op.ALTER_PARTITION, {"partition_by": list(state.partition_by)}))
+        ops.append((Op.ALTER_COLUMN, {"action": "merge"}))
+        ops.append((Op.OVERWRITE, {"segments_added": [s for s in src.segments if s not in dest.segments],
                                   "segments_removed": [s for s in dest.segments if s not in src.segments],
                                   "tombstones_added": [t for t in src.tombstones if t not in dest.tombstones],
                                   "tombstones_removed": [t for t in dest.tombstones if t not in src.tombstones]}))
@@ -491,11 +519,11 @@ class ThreeWayMerge:
                     detail = {**detail, "seq": seq,
                               "segments_added": detail["segments_added"] + new_segments,
                               "tombstones_added": detail["tombstones_added"] + new_tombstones}
-                    if op == "update" and plan.data is not None and plan.data.replacement_rows is not None:
+                    if op == Op.UPDATE and plan.data is not None and plan.data.replacement_rows is not None:
                         # Rows decided one by one: record every segment the merge's tombstone touched (src's
                         # images among them), so a later merge sees dest's change to them (A1/A3).
                         detail["segments_touched"] = sorted(set(detail["segments_touched"]) | set(touched))
-                self.tx.record("table", table_id, name, op, merged=True, **detail)
+                self.tx.record(ObjectKind.TABLE, table_id, name, op, merged=True, **detail)
         return self.tx.commit().id
 
     def _write_files(self, seq: int) -> dict:
@@ -513,7 +541,7 @@ class ThreeWayMerge:
                                                    data.new_rows_kind, fault=fault)
             if data.replacement_rows is not None:
                 jobs[(table_id, "update")] = partial(writer.write_segments, state, schema, data.replacement_rows, seq,
-                                                     "update", fault=fault)
+                                                     SegmentKind.UPDATE, fault=fault)
             if data.revived_rows is not None:
                 jobs[(table_id, "revived")] = partial(_written_rows, writer, state, schema, data.revived_rows, seq,
                                                       fault)
@@ -526,7 +554,7 @@ class ThreeWayMerge:
 def _written_rows(writer, state, schema, rows, seq: int, fault) -> list:
     """`rows` written as a data segment; none when they were none (counted from the files' footers, so
     knowing costs no Spark job)."""
-    segments = writer.write_segments(state, schema, rows, seq, "data", fault=fault)
+    segments = writer.write_segments(state, schema, rows, seq, SegmentKind.DATA, fault=fault)
     if writer.row_count(segments):
         return segments
     writer.discard_segments(segments)

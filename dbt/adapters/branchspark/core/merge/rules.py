@@ -10,6 +10,7 @@ from __future__ import annotations
 from enum import StrEnum
 
 from .sides import ObjectChanges
+from ..operations import Op
 
 
 class Rule(StrEnum):
@@ -40,10 +41,10 @@ class Rule(StrEnum):
 # Rules decided row by row (a paused merge lists their rows in the conflict relation).
 ROW_RULES = (Rule.KEY_INSERT, Rule.KEY_UPDATE_DELETE, Rule.KEY_CELLS, Rule.A1, Rule.A3, Rule.DRIVER, Rule.MARKED)
 
-DATABASE_OPS = ("drop", "modify name", "set properties", "unset properties")
-TABLE_OPS = ("drop", "alter name", "alter properties", "alter column", "alter partition",
-             "insert", "delete", "update", "overwrite", "compaction")
-TABLE_DML = ("insert", "delete", "update", "overwrite", "compaction")
+DATABASE_OPS = (Op.DROP, Op.MODIFY_NAME, Op.SET_PROPERTIES, Op.UNSET_PROPERTIES)
+TABLE_OPS = (Op.DROP, Op.ALTER_NAME, Op.ALTER_PROPERTIES, Op.ALTER_COLUMN, Op.ALTER_PARTITION,
+             Op.INSERT, Op.DELETE, Op.UPDATE, Op.OVERWRITE, Op.COMPACTION)
+TABLE_DML = (Op.INSERT, Op.DELETE, Op.UPDATE, Op.OVERWRITE, Op.COMPACTION)
 
 
 def _rows(header: tuple[str, ...], text: str) -> dict[str, dict[str, Rule]]:
@@ -99,8 +100,8 @@ RULE_TEXT = {
 def matrix_ops(ops: set[str]) -> set[str]:
     """The matrix's names for recorded operation kinds ('create' and view changes are not in it)."""
     named = set(ops) & set(TABLE_OPS) | set(ops) & set(DATABASE_OPS)
-    if "alter primary key" in ops:
-        named.add("alter properties")
+    if Op.ALTER_PRIMARY_KEY in ops:
+        named.add(Op.ALTER_PROPERTIES)
     return named
 
 
@@ -132,8 +133,8 @@ def table_cell(src_op: str, dest_op: str, base, src, dest, src_changes: ObjectCh
         differs = src.partition_by != dest.partition_by
         return (Rule.PARTITION, f"{list(src.partition_by)} vs {list(dest.partition_by)}") if differs else (None, "")
     if cell in (Rule.A1, Rule.A3):
-        dest_kind = "delete" if cell == Rule.A1 else "update"
-        shared = src_changes.touched.get("update", set()) & dest_changes.touched.get(dest_kind, set())
+        dest_kind = Op.DELETE if cell == Rule.A1 else Op.UPDATE
+        shared = src_changes.touched.get(Op.UPDATE, set()) & dest_changes.touched.get(dest_kind, set())
         return (cell, "segments " + ", ".join(sorted(shared))) if shared else (None, "")
     return None, ""
 

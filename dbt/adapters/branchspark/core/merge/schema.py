@@ -17,6 +17,7 @@ from ..catalog.schema_rules import wider_of
 from ..catalog.state import Column, Schema
 from .report import Conflict
 from .rules import Rule
+from ..operations import Op
 
 
 @dataclass
@@ -40,7 +41,7 @@ def merge_schemas(table: str, base: Schema | None, src: Schema, dest: Schema, sr
     def conflict(column: str, rule: str, involved: str) -> bool:
         """Record a conflict, or a settled one when `prefer` decides it; True when dest's side wins."""
         (settled if prefer else conflicts).append(
-            Conflict("column", f"{table}.{column}", "alter column", "alter column", rule, involved))
+            Conflict("column", f"{table}.{column}", Op.ALTER_COLUMN, Op.ALTER_COLUMN, rule, involved))
         return prefer is None or prefer == "ours"
 
     for mine in dest.columns:
@@ -73,13 +74,13 @@ def merge_schemas(table: str, base: Schema | None, src: Schema, dest: Schema, sr
 
     if not merged:
         (settled if prefer else conflicts).append(Conflict(
-            "table", table, "alter column", "alter column", Rule.A6_NO_COLUMNS,
+            "table", table, Op.ALTER_COLUMN, Op.ALTER_COLUMN, Rule.A6_NO_COLUMNS,
             f"src kept {_names(src)}, dest kept {_names(dest)}"))
     names: dict[str, Column] = {}
     for column in merged:
         clash = names.get(column.name.lower())
         if clash is not None:
-            conflicts.append(Conflict("column", f"{table}.{column.name}", "alter column", "alter column", Rule.A6,
+            conflicts.append(Conflict("column", f"{table}.{column.name}", Op.ALTER_COLUMN, Op.ALTER_COLUMN, Rule.A6,
                                       f"two different columns would be named {column.name}"))
         names[column.name.lower()] = column
     return SchemaMerge(merged, conflicts, settled)

@@ -11,9 +11,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from ..catalog.store import CatalogStore
+from ..operations import ROW_OPS, ObjectKind, Op
 
-DML_OPS = {"insert", "delete", "update", "overwrite", "compaction"}
-ROW_OPS = DML_OPS - {"compaction"}
 
 
 @dataclass
@@ -39,7 +38,7 @@ class ObjectChanges:
 
     @property
     def overwrote(self) -> bool:
-        return "overwrite" in self.ops
+        return Op.OVERWRITE in self.ops
 
 
 def rows_merge_by_count(src: ObjectChanges, dest: ObjectChanges) -> bool:
@@ -73,10 +72,10 @@ def side_since(store: CatalogStore, head: str, base: str) -> Side:
     for commit in commits:
         changed_rows = set()
         for op in store.operations(commit.id):
-            changes = databases[op.object_id] if op.object_kind == "database" else tables[op.object_id]
+            changes = databases[op.object_id] if op.object_kind == ObjectKind.DATABASE else tables[op.object_id]
             detail = op.detail or {}
-            if op.op == "alter properties" and "primary_key" in detail:
-                changes.ops.add("alter primary key")
+            if op.op == Op.ALTER_PROPERTIES and "primary_key" in detail:
+                changes.ops.add(Op.ALTER_PRIMARY_KEY)
             changes.ops.add(op.op)
             if op.op in ROW_OPS and op.object_id not in changed_rows:
                 changed_rows.add(op.object_id)
@@ -87,13 +86,13 @@ def side_since(store: CatalogStore, head: str, base: str) -> Side:
             if len(commit.parents) > 1:
                 changes.merged_tombstones += detail.get("tombstones_added", [])
                 changes.off_base = True
-            if op.op == "compaction":
+            if op.op == Op.COMPACTION:
                 changes.segments_compacted.update(detail.get("segments_removed", []))
-            if op.op in ("update", "delete"):
+            if op.op in (Op.UPDATE, Op.DELETE):
                 changes.touched[op.op].update(detail.get("segments_touched", []))
-            if op.op == "overwrite" and detail.get("difference"):
+            if op.op == Op.OVERWRITE and detail.get("difference"):
                 changes.overwrite_tombstones += detail.get("overwrite_tombstones", detail.get("tombstones_added", []))
-            elif op.op == "overwrite":
+            elif op.op == Op.OVERWRITE:
                 changes.segments_removed.update(detail.get("segments_removed", []))
                 if "partitions" in detail:
                     changes.overwritten_partitions.append({"columns": detail.get("partition_columns", []),

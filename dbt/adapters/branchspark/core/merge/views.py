@@ -26,8 +26,9 @@ from ..catalog.namespace import Namespace
 from ..catalog.state import TableState
 from .report import Conflict, Outcome
 from .rules import Rule
+from ..operations import ObjectKind, Op
 
-VIEW = "view"
+VIEW = ObjectKind.VIEW
 
 
 def _view(ns: Namespace, name: str) -> TableState | None:
@@ -53,7 +54,7 @@ def plan_views(planner, names) -> None:
         if dest is None:
             if base_sql is None:
                 _take(planner, src_view, name, None, "added")
-            elif src_view.view_sql != base_sql and not _stands(planner, name, "alter view", "drop", Rule.CONFLICT,
+            elif src_view.view_sql != base_sql and not _stands(planner, name, Op.ALTER_VIEW, Op.DROP, Rule.CONFLICT,
                                                                prefer) and prefer == "theirs":
                 _take(planner, src_view, name, None, "added (theirs)")
             continue
@@ -65,7 +66,7 @@ def plan_views(planner, names) -> None:
             continue  # dest has it already, or only dest changed it
         if dest.view_sql == base_sql:
             _take(planner, src_view, name, dest, "replaced")
-        elif not _stands(planner, name, "alter view", "alter view", Rule.VIEW, prefer) and prefer == "theirs":
+        elif not _stands(planner, name, Op.ALTER_VIEW, Op.ALTER_VIEW, Rule.VIEW, prefer) and prefer == "theirs":
             _take(planner, src_view, name, dest, "replaced (theirs)")
 
 
@@ -84,12 +85,12 @@ def _take(planner, src_view: TableState, name: str, dest: TableState | None, act
         return
     if dest is not None and dest.id != src_view.id:
         ns.remove_table(dest.id)
-        planner.tx.record(dest.kind, dest.id, name, "drop")
+        planner.tx.record(dest.kind, dest.id, name, Op.DROP)
     state = src_view if src_view.database_id == database_id else src_view.evolve(database_id=database_id)
     if state.version_id is None:
         ns.put_table(state)
     else:
         ns.adopt_table(state)
     created = dest is None or dest.id != src_view.id
-    planner.tx.record(VIEW, src_view.id, name, "create" if created else "alter view", merged=True)
+    planner.tx.record(VIEW, src_view.id, name, Op.CREATE if created else Op.ALTER_VIEW, merged=True)
     planner.result.outcomes.append(Outcome(VIEW, name, action))

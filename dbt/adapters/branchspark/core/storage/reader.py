@@ -28,7 +28,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ..catalog.state import Schema, SegmentInfo, TableState, TombstoneInfo
+from ..catalog.state import Schema, SegmentInfo, SegmentKind, TableState, TombstoneInfo
 from ..sql_text import quote_identifier as quote  # the readers' callers import it from here
 from . import deletion_vectors
 from .layout import SEGMENT_COLUMN, SEQ_DIGITS, Warehouse
@@ -49,7 +49,7 @@ _BROADCAST_TOMBSTONE_ROWS = 2_000_000
 _TARGETED_FILES_LIMIT = 10_000
 # Segments whose files store each row's identity and sequence as columns: compaction output, and
 # rows a merge carried over from a compacted branch.
-STORED_IDENTITY_KINDS = ("compaction", "merge")
+STORED_IDENTITY_KINDS = (SegmentKind.COMPACTION, SegmentKind.MERGE)
 
 
 class VersionLookup(Protocol):

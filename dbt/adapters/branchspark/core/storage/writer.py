@@ -14,7 +14,7 @@ from urllib.parse import unquote
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from ..catalog.state import Schema, SegmentInfo, TableState, TombstoneInfo
+from ..catalog.state import Schema, SegmentInfo, SegmentKind, TableState, TombstoneInfo
 from .layout import SEGMENT_COLUMN, Warehouse
 from .reader import ROW_FILE, ROW_POS, ROW_SEQ, TOMB_SEQ
 
@@ -37,7 +37,7 @@ class SegmentWriter:
     spark: SparkSession
     warehouse: Warehouse
 
-    def write_segments(self, table: TableState, schema: Schema, rows: DataFrame, seq: int, kind: str,
+    def write_segments(self, table: TableState, schema: Schema, rows: DataFrame, seq: int, kind: SegmentKind,
                        fault=None) -> list[SegmentInfo]:
         """Write `rows` (already in `schema`'s column order and types) as one or more segments."""
         relative = self.warehouse.new_segment_dir(table.id, seq)

@@ -1,0 +1,383 @@
+"""A transaction's row writes (SPEC 2 DML): insert, delete, update, upsert, overwrite (whole or by
+partition) and compaction. Each checks its rows before anything is staged, writes segment and tombstone
+files, and records what it changed: an overwrite or upsert only the rows that differ (SPEC 3.3, 4)."""
+from __future__ import annotations
+
+import itertools
+from functools import partial
+
+from pyspark.errors import PySparkException
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from . import errors, spark_errors
+from .catalog.state import Schema, SegmentKind, TableState
+from .operations import ObjectKind, Op
+from .storage.difference import NEW, OLD, SIDE, counted_changes, difference, differs
+from .storage.layout import SEGMENT_COLUMN
+from .storage.reader import PREV_FILE, PREV_POS, ROW_FILE, ROW_POS, quote
+from .storage.writer import first_written_in, side_by_side
+
+
+class RowWrites:
+    """Part of `Transaction` (transaction.py): it uses the transaction's namespace, reader, record and helpers."""
+
+    # ----------------------------------------------------------------- DML
+    def conform(self, name: str, state: TableState, df: DataFrame) -> DataFrame:
+        """`df` as rows of the table: columns matched by name, cast to the table's types, missing ones
+        filled with their default or NULL."""
+        self.depends.inputs.append(df)  # it may read tables: checked if the head moves (commit_replay.py)
+        schema = self._schema(state)
+        incoming = {f.name.lower(): f for f in df.schema.fields}
+        unknown = [f.name for f in df.schema.fields if schema.column(f.name) is None]
+        if unknown:
+            raise errors.InvalidArgument(f"the data has column(s) {unknown} that table '{name}' lacks on branch "
+                                         f"'{self.branch}': add them with add_column, or leave them out")
+        columns = []
+        for column in schema.columns:
+            field = incoming.get(column.name.lower())
+            if field is None:
+                value = F.expr(column.default) if column.default is not None else F.lit(None)
+                columns.append(value.cast(column.data_type).alias(column.name))
+            elif field.dataType.json() == column.type_json and field.name == column.name:
+                columns.append(F.col(quote(field.name)))
+            else:
+                columns.append(F.col(quote(field.name)).cast(column.data_type).alias(column.name))
+        return df.select(*columns)
+
+    def _write_checked(self, name: str, state: TableState, rows: DataFrame, seq: int, kind: SegmentKind,
+                       key: list[str] | tuple = (), key_word: str = "primary key",
+                       against_table: bool = False, key_checked: bool = False) -> tuple[list, DataFrame]:
+        """Write `rows` (conformed) as new segments, then check them by reading the written files back:
+        NOT NULL columns, no repeated `key` (unless key_checked: the caller did), and (against_table)
+        no key the table already holds.
+
+        The query behind `rows` runs once, for the write; the checks and whatever the caller derives
+        from the new rows (returned as a scan of the new files) read the small new segment instead.
+        If a check fails, the new files are deleted and nothing is staged."""
+        schema = self._schema(state)
+        writer = self.lakehouse.writer
+        segments = writer.write_segments(state, schema, rows, seq, kind, fault=self.lakehouse.fault)
+        try:
+            written = self.reader.read_segments(state, schema, segments)
+            self._check_rows(name, state, schema, written, list(key), key_word, against_table, key_checked)
+        except BaseException:
+            writer.discard_segments(segments)
+            raise
+        return segments, written
+
+    def _check_rows(self, name: str, state: TableState, schema: Schema, rows: DataFrame, key: list[str],
+                    key_word: str, against_table: bool, key_checked: bool = False) -> None:
+        checked = {k.lower() for k in key} if key_checked else set()
+        required = [quote(c.name) for c in schema.columns if not c.nullable and c.name.lower() not in checked]
+        null_flag = F.expr(" OR ".join(f"{c} IS NULL" for c in required)) if required else None
+        if key and not key_checked:
+            # One aggregation answers both questions: the worst offending key, NULLs first (deterministic
+            # whichever row offends). A top-1 needs no second shuffle.
+            per_key = rows.groupBy(*[quote(k) for k in key]).agg(
+                F.count(F.lit(1)).alias("_bs_n"),
+                (F.max(null_flag.cast("int")) if required else F.lit(0)).alias("_bs_nulls"))
+            worst = (per_key.filter((F.col("_bs_n") > 1) | (F.col("_bs_nulls") == 1))
+                     .orderBy(F.desc("_bs_nulls")).limit(1).collect())
+            has_nulls = bool(worst) and worst[0]["_bs_nulls"] == 1
+            repeats = bool(worst) and not has_nulls
+        else:
+            has_nulls = bool(required) and rows.filter(null_flag).limit(1).count() > 0
+            repeats = False
+        if has_nulls:
+            raise errors.InvalidArgument(f"the data has NULL in NOT NULL column(s) "
+                                         f"{[c.name for c in schema.columns if not c.nullable]} of '{name}': "
+                                         f"nothing was written")
+        if repeats:
+            raise errors.InvalidArgument(f"the data repeats {key_word} {key} values of '{name}': each key may "
+                                         f"appear once; nothing was written")
+        if against_table and key and state.segments:
+            keys = [quote(k) for k in key]
+            existing = self.reader.read(state).select(*keys)
+            if rows.select(*keys).join(existing, list(key), "left_semi").limit(1).count():
+                raise errors.InvalidArgument(f"the data has primary keys that '{name}' already holds on branch "
+                                             f"'{self.branch}': use upsert (merge on the key) or delete them first")
+
+    def insert(self, name: str, df: DataFrame, key_checked: bool = False) -> None:
+        """Append `df`'s rows. key_checked: as in create_table_as."""
+        state = self._writable_table(name)
+        rows = self.conform(name, state, df)
+        seq = self._seq()
+        segments, _ = self._write_checked(name, state, rows, seq, SegmentKind.DATA, key=state.primary_key,
+                                          against_table=True, key_checked=key_checked)
+        self.ns.add_segments(segments)
+        self.ns.put_table(state.evolve(segments=state.segments + tuple(s.id for s in segments)))
+        self.record(ObjectKind.TABLE, state.id, name, Op.INSERT, seq=seq, segments_added=[s.id for s in segments])
+
+    def _filtered(self, name: str, state: TableState, predicate: str | None) -> DataFrame:
+        rows = self.reader.read(state, with_row_ids=True)
+        if predicate is None:
+            return rows
+        try:
+            return rows.filter(F.expr(predicate))
+        except PySparkException as exc:
+            raise errors.InvalidArgument(f"predicate '{predicate}' is not valid on '{name}': "
+                                         f"{spark_errors.first_line(exc)}") from None
+
+    def _tombstone(self, name: str, state: TableState, doomed: DataFrame, seq: int):
+        tombstone = self.lakehouse.writer.write_tombstone(state, self._schema(state), doomed, seq,
+                                                          fault=self.lakehouse.fault)
+        if tombstone is not None:
+            self.ns.add_tombstone(tombstone)
+        return tombstone
+
+    def delete(self, name: str, predicate: str) -> int:
+        """Delete the rows matching a Spark SQL predicate; returns how many."""
+        state = self._writable_table(name)
+        doomed = self._filtered(name, state, predicate)
+        seq = self._seq()
+        tombstone = self._tombstone(name, state, doomed, seq)
+        if tombstone is None:
+            return 0
+        self.ns.put_table(state.evolve(tombstones=state.tombstones + (tombstone.id,)))
+        self.record(ObjectKind.TABLE, state.id, name, Op.DELETE, seq=seq, predicate=predicate,
+                     tombstones_added=[tombstone.id], segments_touched=first_written_in(tombstone),
+                     rows=tombstone.row_count)
+        return tombstone.row_count
+
+    def update(self, name: str, predicate: str | None, assignments: dict[str, str]) -> int:
+        """Set columns to Spark SQL expressions on the rows matching `predicate`; returns how many."""
+        state = self._writable_table(name)
+        schema = self._schema(state)
+        resolved = {self._column(name, schema, column).name: expression for column, expression in assignments.items()}
+        images = [(F.expr(resolved[c.name]) if c.name in resolved else F.col(quote(c.name)))
+                  .cast(c.data_type).alias(c.name) for c in schema.columns]
+        try:
+            # A row the update leaves as it was is not changed: no tombstone, no new image (SPEC 4).
+            matched = self._filtered(name, state, predicate).filter(
+                differs([(F.expr(resolved[c.name]).cast(c.data_type), F.col(quote(c.name)), c.data_type)
+                          for c in schema.columns if c.name in resolved]))
+            new_rows = matched.select(*images, F.col(ROW_FILE).alias(PREV_FILE), F.col(ROW_POS).alias(PREV_POS))
+        except PySparkException as exc:
+            raise errors.InvalidArgument(f"update of '{name}' is not valid: {spark_errors.first_line(exc)}") from None
+        seq = self._seq()
+        tombstone = self._tombstone(name, state, matched, seq)
+        if tombstone is None:
+            return 0
+        segments = self.lakehouse.writer.write_segments(state, schema, new_rows, seq, SegmentKind.UPDATE,
+                                                        fault=self.lakehouse.fault)
+        self.ns.add_segments(segments)
+        self.ns.put_table(state.evolve(segments=state.segments + tuple(s.id for s in segments),
+                                       tombstones=state.tombstones + (tombstone.id,)))
+        self.record(ObjectKind.TABLE, state.id, name, Op.UPDATE, seq=seq, predicate=predicate, set=dict(resolved),
+                     tombstones_added=[tombstone.id], segments_added=[s.id for s in segments],
+                     segments_touched=first_written_in(tombstone), rows=tombstone.row_count)
+        return tombstone.row_count
+
+    def upsert(self, name: str, df: DataFrame, key: list[str] | None = None) -> None:
+        """Merge `df` on `key` (default: the primary key): matching rows are replaced, the rest inserted."""
+        state = self._writable_table(name)
+        schema = self._schema(state)
+        key = list(key or state.primary_key)
+        if not key:
+            raise errors.InvalidArgument(f"upsert into '{name}' needs a key: give key=[...] or declare a primary key")
+        resolved = self._resolve_columns(name, schema, key)
+        rows = self.conform(name, state, df)
+        seq = self._seq()
+        # The new rows first: the key checks and the comparison then read the written segment, not the query.
+        staged, written = self._write_checked(name, state, rows, seq, SegmentKind.DATA, key=resolved, key_word="key")
+        if not state.segments:
+            segments, tombstone = staged, None
+        else:
+            # Only the keys it writes: their current rows, compared by value with the new ones.
+            matched = (self.reader.read(state, with_row_ids=True)
+                       .join(written.select(*[quote(k) for k in resolved]), resolved, "left_semi"))
+            changed = self._write_difference(state, matched, written, staged, seq)
+            if changed is None:  # values that cannot be compared: every matched row is replaced
+                changed = staged, self._discarding(staged, lambda: self._tombstone(name, state, matched, seq))
+            segments, tombstone = changed
+        self.ns.add_segments(segments)
+        tombstones = state.tombstones + ((tombstone.id,) if tombstone else ())
+        self.ns.put_table(state.evolve(segments=state.segments + tuple(s.id for s in segments),
+                                       tombstones=tombstones))
+        if tombstone is not None:
+            self.record(ObjectKind.TABLE, state.id, name, Op.UPDATE, seq=seq, key=resolved,
+                        tombstones_added=[tombstone.id], segments_touched=first_written_in(tombstone),
+                        rows=tombstone.row_count)
+        if segments:
+            self.record(ObjectKind.TABLE, state.id, name, Op.INSERT, seq=seq, segments_added=[s.id for s in segments])
+
+    def _discarding(self, staged: list, action):
+        """Run `action`; if it fails, delete the files of `staged` (segments no commit will reference)."""
+        try:
+            return action()
+        except BaseException:
+            self.lakehouse.writer.discard_segments(staged)
+            raise
+
+    def _write_difference(self, state: TableState, old: DataFrame, written: DataFrame, staged: list, seq: int):
+        """Stage only what replacing `old` (rows with ids) by `written` (the rows of the `staged` segments)
+        changes: a tombstone of the old rows without an identical new row, a segment of the new rows without
+        an identical old row (the staged segments themselves when every new row is one). Rows both hold stay
+        as they are: no tombstone, no new row, no change in the feed. Returns (segments, tombstone or None),
+        or None, with nothing staged, when the rows cannot be compared by value."""
+        schema = self._schema(state)
+        writer, fault = self.lakehouse.writer, self.lakehouse.fault
+
+        def stage():
+            changed = difference(old, written, [c.name for c in schema.columns])
+            if changed is None:
+                return None
+            changed = changed.cache()  # change-sized, read by both writes; filled by the job that counts it
+            try:
+                summary, added = counted_changes(changed)
+                keep_staged = added and added == writer.row_count(staged)  # every new row is added
+                writes = {}
+                if summary.rows:
+                    writes["tombstone"] = partial(writer.write_tombstone, state, schema,
+                                                  changed.filter(F.col(SIDE) == OLD), seq, fault=fault, summary=summary)
+                if added and not keep_staged:
+                    new_rows = changed.filter(F.col(SIDE) == NEW).select(*[quote(c.name) for c in schema.columns])
+                    writes["segments"] = partial(writer.write_segments, state, schema, new_rows, seq,
+                                                 SegmentKind.DATA, fault=fault)
+                done = side_by_side(writes)
+                tombstone = done.get("tombstone")
+                if tombstone is not None:
+                    self.ns.add_tombstone(tombstone)
+                if keep_staged:
+                    return staged, tombstone
+                writer.discard_segments(staged)
+                return done.get("segments", []), tombstone
+            finally:
+                changed.unpersist()
+
+        return self._discarding(staged, stage)
+
+    def overwrite(self, name: str, df: DataFrame, partitions=None, key_checked: bool = False) -> None:
+        """Replace the whole table, or only some partitions (a {column: [values]} mapping, or "dynamic":
+        the partitions present in `df`). key_checked: as in create_table_as."""
+        state = self._writable_table(name)
+        rows = self.conform(name, state, df)
+        if partitions is None:
+            self._overwrite_whole(name, state, rows, key_checked)
+        else:
+            self._overwrite_partitions(name, state, rows, partitions, key_checked)
+
+    def _overwrite_whole(self, name: str, state: TableState, rows: DataFrame, key_checked: bool) -> None:
+        """Replace every row, recorded as what the overwrite changed (SPEC 3.3, 4): a tombstone of the rows it
+        removed and a segment of the rows it added, as multisets against the table it replaced. A rebuild that
+        reproduces most rows changes only the others."""
+        seq = self._seq()
+        staged, written = self._write_checked(name, state, rows, seq, SegmentKind.DATA, key=state.primary_key,
+                                              key_checked=key_checked)
+        if state.segments:
+            changed = self._write_difference(state, self.reader.read(state, with_row_ids=True), written, staged, seq)
+        else:  # an empty table: every new row is added
+            changed = staged, None
+        if changed is None:  # values that cannot be compared: the new rows replace the table's segments
+            self.ns.add_segments(staged)
+            self.ns.put_table(state.evolve(segments=tuple(s.id for s in staged), tombstones=()))
+            self.record(ObjectKind.TABLE, state.id, name, Op.OVERWRITE, seq=seq, segments_added=[s.id for s in staged],
+                         segments_removed=list(state.segments), tombstones_removed=list(state.tombstones))
+            return
+        self._commit_overwrite(name, state, seq, *changed)
+
+    def _commit_overwrite(self, name: str, state: TableState, seq: int, segments: list, tombstone, **detail) -> None:
+        """Add an overwrite's difference (new segments, a tombstone of removed rows) to the table; nothing
+        when it changed no row."""
+        if not segments and tombstone is None:
+            return  # the same rows: nothing changed
+        self.ns.add_segments(segments)
+        self.ns.put_table(state.evolve(segments=state.segments + tuple(s.id for s in segments),
+                                       tombstones=state.tombstones + ((tombstone.id,) if tombstone else ())))
+        self.record(ObjectKind.TABLE, state.id, name, Op.OVERWRITE, seq=seq, difference=True, **detail,
+                     segments_added=[s.id for s in segments],
+                     tombstones_added=[tombstone.id] if tombstone else [],
+                     segments_touched=first_written_in(tombstone) if tombstone else [],
+                     rows=tombstone.row_count if tombstone else 0)
+
+    def _replace_rows(self, name: str, state: TableState, rows: DataFrame, kind: SegmentKind, op: Op,
+                      check: bool = False, key_checked: bool = False) -> None:
+        """Make `rows` the table's only segments (no tombstones): overwrite and compaction."""
+        seq = self._seq()
+        if check:
+            segments, _ = self._write_checked(name, state, rows, seq, kind, key=state.primary_key,
+                                              key_checked=key_checked)
+        else:
+            segments = self.lakehouse.writer.write_segments(state, self._schema(state), rows, seq, kind,
+                                                            fault=self.lakehouse.fault)
+        self.ns.add_segments(segments)
+        self.ns.put_table(state.evolve(segments=tuple(s.id for s in segments), tombstones=()))
+        self.record(ObjectKind.TABLE, state.id, name, op, seq=seq, segments_added=[s.id for s in segments],
+                     segments_removed=list(state.segments), tombstones_removed=list(state.tombstones))
+
+    def _overwrite_partitions(self, name: str, state: TableState, rows: DataFrame, partitions,
+                              key_checked: bool) -> None:
+        """Replace the rows of some partitions, recorded as what that changed (SPEC 2, 3.3, 4), as a whole
+        overwrite is: only the rows of those partitions are compared, so the cost follows the partitions."""
+        seq = self._seq()
+        staged, written = self._write_checked(name, state, rows, seq, SegmentKind.DATA, key=state.primary_key,
+                                              key_checked=key_checked)
+        # The staged segments (one per partition directory) name the partitions the rows fall in: metadata.
+        columns, wanted = self._discarding(staged, lambda: self._wanted_partitions(name, state, staged, partitions))
+        if not wanted:
+            self.lakehouse.writer.discard_segments(staged)
+            return  # no partition named and no row: nothing changed
+        segments = self.ns.segment_infos(state.segments)
+        wanted_set = set(wanted)
+        inside = [s for s in segments if tuple(s.partition_by[:len(columns)]) == tuple(columns)
+                  and tuple(s.partition_values.get(c) for c in columns) in wanted_set]
+        inside_ids = {s.id for s in inside}
+        # Segments written before the table was partitioned this way hold rows of any partition.
+        mixed = [s for s in segments if s.id not in inside_ids and tuple(s.partition_by) != tuple(state.partition_by)]
+        old = self.reader.read(state.evolve(segments=tuple(s.id for s in inside)), with_row_ids=True)
+        if mixed:
+            old = old.unionByName(self.reader.read(state.evolve(segments=tuple(s.id for s in mixed)),
+                                                   with_row_ids=True).filter(_in_partitions(columns, wanted)))
+        changed = self._write_difference(state, old, written, staged, seq) if inside or mixed else (staged, None)
+        if changed is None:  # values that cannot be compared: the old rows are deleted, the new ones added
+            changed = staged, self._discarding(staged, lambda: self._tombstone(name, state, old, seq))
+        self._commit_overwrite(name, state, seq, *changed, partitions=[list(w) for w in wanted],
+                               partition_columns=columns)
+
+    @staticmethod
+    def _wanted_partitions(name: str, state: TableState, staged: list, partitions):
+        """(partition columns, the partitions to replace as tuples of their values as strings): those the
+        `staged` rows fall in ("dynamic"), or those named, which must hold every staged row."""
+        if not state.partition_by:
+            raise errors.InvalidArgument(f"table '{name}' is not partitioned: overwrite it whole, or set its "
+                                         f"partitioning first")
+        columns = list(state.partition_by)
+        if partitions == "dynamic":
+            return columns, sorted({_partition_value(s.partition_values, columns) for s in staged},
+                                   key=lambda value: [(v is None, v or "") for v in value])
+        unknown = [c for c in partitions if c not in columns]
+        if unknown or len(partitions) != 1 and set(partitions) != set(columns):
+            raise errors.InvalidArgument(f"partitions {partitions} do not match the partitioning {columns} "
+                                         f"of '{name}'")
+        keys = [c for c in columns if c in partitions]
+        wanted = [tuple(str(v) if v is not None else None for v in combo)
+                  for combo in itertools.product(*[partitions[c] for c in keys])]
+        if any(_partition_value(s.partition_values, keys) not in set(wanted) for s in staged):
+            raise errors.InvalidArgument(f"the data has rows outside partitions {partitions} of '{name}': "
+                                         f"nothing was written")
+        return keys, wanted
+
+    def compact(self, name: str) -> None:
+        """Rewrite live rows into fresh segments and fold tombstones in; reads return the same rows."""
+        state = self._writable_table(name)
+        if not state.segments:
+            return
+        rows = self.reader.read(state, with_row_ids=True).drop(SEGMENT_COLUMN)
+        self._replace_rows(name, state, rows, SegmentKind.COMPACTION, Op.COMPACTION)
+
+
+def _partition_value(values: dict, columns: list[str]) -> tuple:
+    return tuple(values.get(c) for c in columns)
+
+
+def _in_partitions(columns: list[str], wanted: list[tuple]):
+    """Rows whose partition columns, as strings, are one of `wanted`."""
+    condition = F.lit(False)
+    for value in wanted:
+        match = F.lit(True)
+        for column, v in zip(columns, value):
+            cell = F.col(quote(column))
+            match = match & (cell.isNull() if v is None else cell.cast("string") == F.lit(v))
+        condition = condition | match
+    return condition
