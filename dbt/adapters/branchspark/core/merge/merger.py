@@ -203,8 +203,8 @@ class ThreeWayMerge:
         plan_views(self, self.options.views)
         for database_id in self.drop_databases:
             if any(db == database_id for _, db, _ in self.ns.tables.values()):
-                self._conflict(result, Conflict("database", self.dest.databases[database_id][1], "drop", "create table",
-                                                Rule.CONFLICT, "dest created tables in it"), None)
+                self._conflict(result, Conflict("database", self.dest.databases[database_id][1], Op.DROP,
+                                                "create table", Rule.CONFLICT, "dest created tables in it"), None)
             elif database_id in self.ns.databases:
                 self.ns.remove_database(database_id)
                 self.tx.record(ObjectKind.DATABASE, database_id, self.dest.databases[database_id][1], Op.DROP)
@@ -235,7 +235,7 @@ class ThreeWayMerge:
                     continue
                 clash = self.ns.database_id(src.name, required=False)
                 if clash is not None:
-                    if self._conflict(result, Conflict("database", src.name, "create", "create", Rule.SAME_NAME,
+                    if self._conflict(result, Conflict("database", src.name, Op.CREATE, Op.CREATE, Rule.SAME_NAME,
                                                        "same name, different id"), prefer) or prefer == "ours":
                         continue
                 self.ns.adopt_database(src)
@@ -301,7 +301,7 @@ class ThreeWayMerge:
             if dest is None:
                 dest_name = self._full_name(self.base, base)
                 for op in sorted(matrix_ops(src_changes.ops) - {Op.DROP}):
-                    self._conflict(result, Conflict("table", dest_name, op, "drop", Rule.CONFLICT), None)
+                    self._conflict(result, Conflict("table", dest_name, op, Op.DROP, Rule.CONFLICT), None)
                 continue
             if dest.version_id == base.version_id:
                 dest_changes = ObjectChanges()
@@ -310,13 +310,13 @@ class ThreeWayMerge:
     def _add_new_table(self, src: TableState, name: str, prefer: str | None) -> None:
         result = self.result
         if src.database_id not in self.ns.databases:
-            self._conflict(result, Conflict("table", name, "create", "drop database", Rule.CONFLICT,
+            self._conflict(result, Conflict("table", name, Op.CREATE, "drop database", Rule.CONFLICT,
                                             "its database is not on dest"), None)
             return
         clash = self.ns.table_id(f"{self.ns.databases[src.database_id][1]}.{src.name}", required=False)
         if clash is not None:
-            if self._conflict(result, Conflict("table", name, "create", "create", Rule.SAME_NAME, "same name, different id"),
-                              prefer) or prefer == "ours":
+            if self._conflict(result, Conflict("table", name, Op.CREATE, Op.CREATE, Rule.SAME_NAME,
+                                               "same name, different id"), prefer) or prefer == "ours":
                 return
             self.ns.remove_table(clash)  # theirs: src's table replaces dest's
             self.tx.record(ObjectKind.TABLE, clash, name, Op.DROP)
