@@ -1,6 +1,7 @@
 """A transaction's row writes (SPEC 2 DML): insert, delete, update, upsert, overwrite (whole or by
-partition) and compaction. Each checks its rows before anything is staged, writes segment and tombstone
-files, and records what it changed: an overwrite or upsert only the rows that differ (SPEC 3.3, 4)."""
+partition) and compaction. Each writes segment and tombstone files, checks the new rows from those files
+before anything is staged in the catalog (a failed check leaves no version and discards the files), and
+records what it changed: an overwrite or upsert only the rows that differ (SPEC 3.3, 4)."""
 from __future__ import annotations
 
 import itertools
