@@ -8,5 +8,7 @@ plans made with code generation run with Spark's defaults in-process too (tests/
 """
 
 FAST_SMALL_QUERIES = {"spark.sql.adaptive.enabled": "false", "spark.sql.codegen.wholeStage": "false"}
-# A short-lived test JVM: the client compiler only and one GC thread leave the cores to the tests.
-FAST_TEST_JVM = {"spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"}
+# A test worker's JVM lives for the whole suite: one GC thread leaves the cores to the tests, and the full JIT
+# pays off (batches of the model test ran 25-30% faster with it than with the client compiler only, measured
+# 2026-11-26). Short-lived writer processes keep the client compiler (tests/core/writer_process.py).
+FAST_TEST_JVM = {"spark.driver.extraJavaOptions": "-XX:+UseSerialGC"}

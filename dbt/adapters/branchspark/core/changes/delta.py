@@ -28,6 +28,7 @@ from pyspark.sql import DataFrame, SparkSession
 from ..catalog.namespace import Namespace
 from ..catalog.state import Root, Schema, SegmentInfo, TableState, TombstoneInfo
 from ..catalog.store import CatalogStore
+from ..storage.difference import NEW, OLD, SIDE, unpaired
 from ..storage.layout import SEGMENT_COLUMN, Warehouse
 from ..storage.reader import (
     ROW_FILE,
@@ -97,7 +98,23 @@ class DeltaReader:
             # Rows on both sides (same identity, in compacted and uncompacted form) did not change.
             insert_df, delete_df = (insert_df.join(delete_df.select(*IDENTITY), list(IDENTITY), "left_anti"),
                                     delete_df.join(insert_df.select(*IDENTITY), list(IDENTITY), "left_anti"))
+        if insert_df is not None and delete_df is not None and len(step.commit.parents) > 1:
+            delete_df, insert_df = self._without_unchanged(after, delete_df, insert_df)
         return StepDelta(delete_df, insert_df)
+
+    def _without_unchanged(self, after: TableState, deletes: DataFrame, inserts: DataFrame):
+        """A merge commit brings the other side's deletion and new image of a row whose values, in the columns
+        the merge keeps, are the ones it had (changed only in a column the merge drops, or the same row
+        rewritten): no change at that commit (SPEC 4). Pairs of identical rows leave both lists. Compared in
+        the feed's columns, which is exact when they hold every column the merge commit has."""
+        columns = [c.name for c in self.target.columns]
+        if not all(any(t.known_as(c.id) for t in self.target.columns)
+                   for c in self.lookup.schema(after.schema_id).columns):
+            return deletes, inserts
+        changed = unpaired(deletes, inserts, columns, list(IDENTITY))
+        if changed is None:
+            return deletes, inserts
+        return (changed.where(f"{SIDE} = {OLD}").drop(SIDE), changed.where(f"{SIDE} = {NEW}").drop(SIDE))
 
     # ------------------------------------------------------------ segments
     def _live_rows(self, state: TableState, segment_ids: list[str]) -> DataFrame:

@@ -208,12 +208,19 @@ class DataMerger:
                 doomed = doomed.join(already.select(*IDENTITY), IDENTITY, "left_anti")  # A2: deleted once
             doomed = doomed.dropDuplicates(IDENTITY).select(*_tombstone_columns(inputs))
         stale = dropped_updates = None
-        if shared and (dest.segments_removed or dest.overwrite_tombstones):
-            stale, dropped_updates = self._stale_update_images(inputs, shared, self._groups(dest.segments_removed),
+        if (shared or carried_groups) and (dest.segments_removed or dest.overwrite_tombstones):
+            # src's update segments, shared as they are or compacted since (their rows then carried over)
+            updates = shared + [s.id for s in self.lookup.segment_infos(list(dict.fromkeys(src.segments_added)))
+                                if segment_group(s) in carried_groups]
+            stale, dropped_updates = self._stale_update_images(inputs, updates, self._groups(dest.segments_removed),
                                                                self._overwritten_rows(inputs, dest))
             if stale is not None:
                 stale = stale.select(*_tombstone_columns(inputs))
-                doomed = stale if doomed is None else doomed.unionByName(stale)
+                if plan.new_rows is not None:  # A4 drops a carried image: it is not written
+                    plan.new_rows = plan.new_rows.join(stale.select(*IDENTITY), IDENTITY, "left_anti")
+                in_shared = stale.filter(self._origin().isin(sorted(self._groups(shared)))) if shared else None
+                if in_shared is not None:
+                    doomed = in_shared if doomed is None else doomed.unionByName(in_shared)
         revived = self._revived_rows(inputs, inputs.src, src, inputs.dest)
         if rows_merge_by_count(src, dest):
             doomed, revived, unwritten = self._count_merge(inputs, src_added, doomed, stale, carried_groups, revived,
@@ -310,12 +317,12 @@ class DataMerger:
             return None
         return self.reader.read_tombstones(inputs.base.evolve(primary_key=()), tombstones, inputs.schema).select(*IDENTITY)
 
-    def _stale_update_images(self, inputs: TableInputs, shared: list[str], overwritten: set[str],
+    def _stale_update_images(self, inputs: TableInputs, segments: list[str], overwritten: set[str],
                              overwritten_rows: DataFrame | None = None):
-        """A4: (src's update images of rows that dest overwrote (in `overwritten` segment groups, or among
+        """A4: (src's update images (of the update segments among `segments`, live or compacted) of rows that dest overwrote (in `overwritten` segment groups, or among
         `overwritten_rows` identities), following chains of updates; the identities of those base rows, whose
         update A4 drops as a whole); (None, None) when src updated nothing."""
-        updates = [s for s in self.lookup.segment_infos(shared) if s.kind == SegmentKind.UPDATE]
+        updates = [s for s in self.lookup.segment_infos(segments) if s.kind == SegmentKind.UPDATE]
         if not updates:
             return None, None
         # Every image ever written (live or replaced since), with the row it replaced.
@@ -331,7 +338,7 @@ class DataMerger:
             frontier = replaced.join(frontier.select(F.col(ROW_FILE).alias(PREV_FILE), F.col(ROW_POS).alias(PREV_POS)),
                                      [PREV_FILE, PREV_POS], "left_semi").select(*IDENTITY)
             stale = stale.unionByName(frontier)
-        live = self._read(inputs, inputs.src, [s.id for s in updates])
+        live = self._new_rows(inputs, inputs.src, {segment_group(s) for s in updates})
         return live.join(stale.distinct(), IDENTITY, "left_semi"), updated_base_rows
 
     def _count_merge(self, inputs: TableInputs, src_added: set[str], doomed: DataFrame | None,

@@ -89,13 +89,25 @@ def difference(old: DataFrame, new: DataFrame, columns: list[str]) -> DataFrame 
         return None
     names = [quote(c) for c in columns]
     missing = [f"CAST(NULL AS {schema[c].dataType.simpleString()}) AS {c}" for c in ROW_ID_COLUMNS]
-    rows = (old.selectExpr(*names, *ROW_ID_COLUMNS, f"{OLD} AS {SIDE}")
-            .unionByName(new.selectExpr(*names, *missing, f"{NEW} AS {SIDE}")))
+    return _unpaired(old.selectExpr(*names, *ROW_ID_COLUMNS), new.selectExpr(*names, *missing), values,
+                     [SEGMENT_COLUMN, ROW_FILE, ROW_POS])
+
+
+def unpaired(old: DataFrame, new: DataFrame, columns: list[str], order: list[str]) -> DataFrame | None:
+    """Rows of `old` and of `new` (frames of the same columns) that no identical row of the other pairs
+    with, as multisets of `columns`' values, with SIDE; identical rows pair in the order of `order`. None
+    when a column's type cannot be compared."""
+    values = [comparable_sql(c, old.schema[c].dataType) for c in columns]
+    return None if any(v is None for v in values) else _unpaired(old, new, values, order)
+
+
+def _unpaired(old: DataFrame, new: DataFrame, values: list[str], order: list[str]) -> DataFrame:
+    rows = old.selectExpr("*", f"{OLD} AS {SIDE}").unionByName(new.selectExpr("*", f"{NEW} AS {SIDE}"))
     # Old rows rank first within each distinct row; the first new_n old rows and the first old_n new rows
     # pair up, the rest are the difference.
     each_row = f"PARTITION BY {', '.join(values)}"
     ranked = rows.selectExpr(
-        "*", f"row_number() OVER ({each_row} ORDER BY {SIDE}, {SEGMENT_COLUMN}, {ROW_FILE}, {ROW_POS}) AS {_RANK}",
+        "*", f"row_number() OVER ({each_row} ORDER BY {SIDE}, {', '.join(order)}) AS {_RANK}",
         f"sum(1 - {SIDE}) OVER ({each_row}) AS {_OLD_COUNT}", f"sum({SIDE}) OVER ({each_row}) AS {_NEW_COUNT}")
     return (ranked.where(f"({SIDE} = {OLD} AND {_RANK} > {_NEW_COUNT}) OR ({SIDE} = {NEW} AND {_RANK} > 2 * {_OLD_COUNT})")
             .drop(_RANK, _OLD_COUNT, _NEW_COUNT))
