@@ -107,18 +107,17 @@ def test_ours_drops_an_a4_update_that_src_compacted(spark):
     assert not problems, "\n".join(problems)
 
 
-# Found by the same run, not fixed yet: src rebuilt the table and dropped a column, dest dropped one too; merged
-# with ours, dest keeps its rows. Merging dest back into the unchanged src leaves src's rebuilt rows: the
-# changes of dest since src's head are read from the operations of dest's commits, and the merge commit that
-# kept dest's rows recorded none that undoes src's rebuild.
+# Found by the same run: src rebuilt the table and dropped a column, dest dropped one too; merged with ours, dest
+# keeps its rows. Merging dest back into the unchanged src left src's rebuilt rows: dest's changes since src's
+# head were read from the operations of dest's commits, and the merge commit that kept dest's rows recorded none
+# that undoes src's rebuild. Now a side whose records are against another version than the base, and whose rows
+# are not the base's, gives its rows to a dest that changed nothing.
 KEPT_BY_OURS_THEN_MERGED_BACK = Case(
     keyed=False, base=[(7, 2, 0, 0), (5, 2, 1, 0), (1, 3, 3, 0)], base_later=[(1, 2, 0, 1)],
     src=[("overwrite", "fresh", [(3, 0, 3, 0), (5, 3, 3, 0)]), ("drop_column", 2)],
     dest=[("drop_column", 1)], mode="ours")
 
 
-@pytest.mark.xfail(strict=True, reason="open (issue 19): a merge back after ours kept dest's rows over src's "
-                                       "rebuild leaves src's rows")
 def test_merging_back_what_ours_kept_gives_dest_rows(spark):
     problems = run_batch(spark, [KEPT_BY_OURS_THEN_MERGED_BACK], merge_back=True)
     assert not problems, "\n".join(problems)

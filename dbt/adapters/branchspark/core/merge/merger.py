@@ -406,7 +406,14 @@ class ThreeWayMerge:
         as_src = not (by_count and not src_changes.off_base
                       or keyed and src_rows_may_come_back(src_changes, base_schema, src_schema, merged_schema)
                       and merger.src_rows_come_back(inputs))
-        if src_dml and not dest_changes.ops & set(TABLE_DML) and as_src:
+        if not src_dml and src_changes.off_base and dest.version_id == base.version_id \
+                and (src.segments, src.tombstones) != (dest.segments, dest.tombstones):
+            # src's records are against another version than the base (a merge that kept dest's table over the
+            # base's rows, merged back) and list no row change, yet its rows are not the base's: dest changed
+            # nothing, so src's rows are the merge's, recorded as the overwrite they are from dest's side.
+            src_dml = {Op.OVERWRITE}
+            state = state.evolve(segments=src.segments, tombstones=src.tombstones)
+        elif src_dml and not dest_changes.ops & set(TABLE_DML) and as_src:
             state = state.evolve(segments=src.segments, tombstones=src.tombstones)
         elif src_dml:
             if keyed:
