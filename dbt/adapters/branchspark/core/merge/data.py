@@ -319,9 +319,10 @@ class DataMerger:
 
     def _stale_update_images(self, inputs: TableInputs, segments: list[str], overwritten: set[str],
                              overwritten_rows: DataFrame | None = None):
-        """A4: (src's update images (of the update segments among `segments`, live or compacted) of rows that dest overwrote (in `overwritten` segment groups, or among
-        `overwritten_rows` identities), following chains of updates; the identities of those base rows, whose
-        update A4 drops as a whole); (None, None) when src updated nothing."""
+        """A4: (src's update images, of the update segments among `segments` (live or compacted since), of rows
+        that dest overwrote (in `overwritten` segment groups, or among `overwritten_rows` identities), following
+        chains of updates; the identities of those base rows, whose update A4 drops as a whole); (None, None)
+        when src updated nothing."""
         updates = [s for s in self.lookup.segment_infos(segments) if s.kind == SegmentKind.UPDATE]
         if not updates:
             return None, None
