@@ -11,7 +11,7 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 
 # Small and quiet Spark for tests; the adapter reuses this process's session across dbt invocations.
-# Cheaper small queries and a lighter JIT, as for the core tests (tests/spark_settings.py says why).
+# Cheaper small queries and one GC thread, as for the core tests (tests/spark_settings.py says why).
 TEST_SPARK_CONFIG = {
     "spark.master": "local[2]",
     "spark.sql.shuffle.partitions": "2",
