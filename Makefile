@@ -41,12 +41,13 @@ bench-dbt: install
 	$(PY) bench/dbt_run.py
 
 # issue 19: merges and change feeds against the model of SPEC 3-4 (tests/model/profiles.py):
-# test-model runs the CI profile (300 cases per table kind), test-model-long 5,100 random ones per kind.
+# test-model runs the CI profile (300 cases per table kind); test-model-long runs random ones in resumable
+# chunks (tests/model/long_run.py, its ledger in .model-long/) until 2,550 per kind (5,100 in all) have run.
 test-model: install
 	$(PY) -m pytest tests/model -q -p no:cacheprovider
 
 test-model-long: install
-	BRANCHSPARK_MODEL_PROFILE=long BRANCHSPARK_MODEL_PROGRESS=1 $(PY) -m pytest tests/model -q -s -p no:cacheprovider
+	$(PY) -m tests.model.long_run
 
 # dbt from the shell, per invocation: warm local engine, method: session, dbt-spark, dbt-duckdb; several minutes
 bench-dbt-cli: install

@@ -3,8 +3,9 @@
 - `ci` (default): 10 batches of 30 tables per table kind = 300 cases per kind, derandomized (the same
   cases every run, so a failure reproduces by running the test again);
 - `quick` (what `make test` runs): the first 2 of those batches, 60 cases per kind, in about two minutes;
-- `long` (`make test-model-long`): 170 batches of 30 = 5,100 cases per kind, random; hypothesis prints
-  the seed and a `@reproduce_failure` blob of a failing batch;
+- `long`: random batches of 30 (BRANCHSPARK_MODEL_BATCHES of them, default 5) under the seed pytest's
+  `--hypothesis-seed` gives; `make test-model-long` (tests/model/long_run.py) runs it in chunks, one seed
+  each, until 2,550 cases per kind have run; hypothesis prints a `@reproduce_failure` blob of a failing batch;
 - `smoke`: one batch of 8, for a quick look.
 
 A case is one table with its own history; a batch drives all its tables through one branch pair and one
@@ -17,10 +18,11 @@ import os
 from hypothesis import HealthCheck, Phase, settings
 
 PROFILE = os.environ.get("BRANCHSPARK_MODEL_PROFILE", "ci")
-EXAMPLES, BATCH_SIZE = {"smoke": (1, 8), "quick": (2, 30), "ci": (10, 30), "long": (170, 30)}[PROFILE]
+EXAMPLES, BATCH_SIZE = {"smoke": (1, 8), "quick": (2, 30), "ci": (10, 30), "long": (5, 30)}[PROFILE]
 # the metamorphic test's batches (of BATCH_SIZE // 2 pairs): fewer, as the model test covers compaction too
 PAIR_EXAMPLES = {"smoke": 1, "quick": 2, "ci": 2, "long": 40}[PROFILE]
 BATCH_SIZE = int(os.environ.get("BRANCHSPARK_MODEL_BATCH", BATCH_SIZE))
+EXAMPLES = int(os.environ.get("BRANCHSPARK_MODEL_BATCHES", EXAMPLES))
 SHRINK = bool(os.environ.get("BRANCHSPARK_MODEL_SHRINK"))
 # Then dest merged back into src, which must then read as dest does (driver.merge_back_and_check);
 # BRANCHSPARK_MODEL_MERGE_BACK=0 leaves it out.
