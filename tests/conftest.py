@@ -82,11 +82,11 @@ def pytest_terminal_summary(terminalreporter, config):
 # the session's Spark), except the concurrency test's, whose dozen writer JVMs each must not meet the
 # other's.
 SLOWEST_FIRST = [
+    "tests/model/test_engine_against_model.py",
     "tests/core/test_concurrency.py",
     "tests/core/test_crash_and_gc.py[postgresql]",
     "tests/core/test_crash_and_gc.py[sqlite]",
     "tests/engine/test_engine.py",
-    "tests/model/test_engine_against_model.py",
     "tests/model/test_compaction_metamorphic.py",
     "tests/core/test_merge_matrix.py[postgresql]",
     "tests/core/test_merge_matrix.py[sqlite]",
@@ -99,11 +99,16 @@ SLOWEST_FIRST = [
     "tests/core/test_log_graph.py",
 ]
 KEEP_CATALOGS_TOGETHER = {"tests/core/test_concurrency.py"}
+# Each test of these is a scope of its own: the model test's two table kinds take 15-30 minutes each, and
+# one worker running both would end the suite long after the other.
+ONE_SCOPE_PER_TEST = {"tests/model/test_engine_against_model.py", "tests/model/test_compaction_metamorphic.py"}
 _CATALOG_PARAM = re.compile(r"\[(?:[^\]]*-)?(sqlite|postgresql)(?:-[^\]]*)?\]$")
 
 
 def _scope(nodeid: str) -> str:
     """xdist's scope of a test (its class, else its module), with its catalog kind when it has one."""
+    if nodeid.split("::")[0] in ONE_SCOPE_PER_TEST:
+        return nodeid
     scope = nodeid.rsplit("::", 1)[0]
     kind = _CATALOG_PARAM.search(nodeid)
     if kind is None or scope.split("::")[0] in KEEP_CATALOGS_TOGETHER:

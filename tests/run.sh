@@ -22,9 +22,10 @@ if [ -z "${BRANCHSPARK_TEST_CONNECT_URL:-}" ]; then
 fi
 export BRANCHSPARK_TEST_PG_URL BRANCHSPARK_TEST_CONNECT_URL
 
-# The engine-against-model property test runs its `quick` profile here (60 random histories per table kind,
-# derandomized); `make test-model` runs the `ci` profile (300 per kind), `make test-model-long` 5,100.
-export BRANCHSPARK_MODEL_PROFILE=${BRANCHSPARK_MODEL_PROFILE:-quick}
+# The engine-against-model property test runs its `ci` profile here (300 random histories per table kind,
+# derandomized; each kind a scope of its own, see tests/conftest.py); `make test-model-long` runs random
+# ones in resumable chunks (tests/model/long_run.py).
+export BRANCHSPARK_MODEL_PROFILE=${BRANCHSPARK_MODEL_PROFILE:-ci}
 # Two workers; tests/conftest.py hands them the slowest scopes first (--no-loadscope-reorder keeps that order).
 # Through Connect the matrix runs on SQLite: what PostgreSQL changes is the catalog, which pass 1 covers.
 "$PY" -m pytest tests -n 2 --dist loadscope --no-loadscope-reorder -p no:cacheprovider -q "$@"

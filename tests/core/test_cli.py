@@ -42,7 +42,7 @@ def test_errors_are_one_line_and_exit_non_zero(lh, warehouse):
 def test_log_graph_shows_a_merge_lane():
     from datetime import datetime
 
-    from dbt.adapters.branchspark.core.catalog.state import CommitInfo
+    from dbt.adapters.branchspark.core.catalog.commits import CommitInfo
     from dbt.adapters.branchspark.cli.graph import GraphDrawer
 
     now = datetime(2026, 1, 1)

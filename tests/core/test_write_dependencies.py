@@ -1,5 +1,6 @@
 """What counts as "what a write depended on changed" between two catalog roots (no Spark needed)."""
-from dbt.adapters.branchspark.core.catalog.state import OpInfo, Root
+from dbt.adapters.branchspark.core.catalog.commits import OpInfo
+from dbt.adapters.branchspark.core.catalog.state import Root
 from dbt.adapters.branchspark.core.write_dependencies import Dependencies, changed_tables, overlap
 
 BEFORE = Root({"d1": ["dv1", "s"]}, {"k": ["kv1", "d1", "k"], "log": ["lv1", "d1", "log"]})

@@ -1,8 +1,8 @@
 """Hypothesis settings of the engine-against-model tests, chosen by BRANCHSPARK_MODEL_PROFILE:
 
-- `ci` (default): 10 batches of 30 tables per table kind = 300 cases per kind, derandomized (the same
-  cases every run, so a failure reproduces by running the test again);
-- `quick` (what `make test` runs): the first 2 of those batches, 60 cases per kind, in about two minutes;
+- `ci` (the default, what `make test` and CI run): 10 batches of 30 tables per table kind = 300 cases per
+  kind, derandomized (the same cases every run, so a failure reproduces by running the test again);
+- `quick`: the first 2 of those batches, 60 cases per kind, in about two minutes;
 - `long`: random batches of 30 (BRANCHSPARK_MODEL_BATCHES of them, default 5) under the seed pytest's
   `--hypothesis-seed` gives; `make test-model-long` (tests/model/long_run.py) runs it in chunks, one seed
   each, until 2,550 cases per kind have run; hypothesis prints a `@reproduce_failure` blob of a failing batch;

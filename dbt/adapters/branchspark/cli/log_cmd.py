@@ -9,7 +9,7 @@ import click
 from rich.markup import escape
 from rich.text import Text
 
-from ..core.catalog.state import CommitInfo
+from ..core.catalog.commits import CommitInfo
 from .graph import GraphDrawer, graph_order
 from .output import console
 

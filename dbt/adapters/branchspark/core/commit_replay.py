@@ -32,8 +32,8 @@ import uuid
 from functools import partial
 
 from . import errors
+from .catalog.commits import CommitInfo
 from .catalog.retry import CommitRetry
-from .catalog.state import CommitInfo
 from .merge.base import merge_base
 from .merge.merger import MergeOptions, ThreeWayMerge
 from .merge.report import MergeResult

@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 from pyspark.sql import SparkSession
 
-from .catalog.state import CommitInfo
+from .catalog.commits import CommitInfo
 from .catalog.store import CatalogStore
 from .storage.layout import Warehouse
 from .storage.writer import SegmentWriter

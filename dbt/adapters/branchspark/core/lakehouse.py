@@ -24,12 +24,14 @@ from pyspark.sql import DataFrame, SparkSession
 
 from . import errors
 from .catalog.binding import Opening, open_catalog
+from .catalog.commits import CommitInfo
 from .catalog.namespace import Namespace, check_branch_name
-from .catalog.state import BranchInfo, CommitInfo, DatabaseInfo, TableInfo, TableState
+from .catalog.state import BranchInfo, DatabaseInfo, TableInfo, TableState
 from .catalog.store import CATALOG_URL_ENV, MAIN, default_catalog_url, utcnow
 from .commit_replay import is_hidden_branch, land_on_moved_head
 from .merge import interactive
 from .merge.strategies import merge_branch
+from .operations import ObjectKind, Op
 from .spark_errors import unreadable_file
 from .spark_session import local_session
 from .sql_text import QUOTED, quote_identifier, tokens, unquote
@@ -37,7 +39,6 @@ from .storage.layout import SEGMENT_COLUMN, Warehouse, metadata_roots
 from .storage.reader import TableReader
 from .storage.writer import SegmentWriter
 from .transaction import Transaction
-from .operations import ObjectKind, Op
 
 FAULT_ENV = "BRANCHSPARK_FAULT"
 

@@ -12,12 +12,14 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from . import errors, spark_errors
-from .catalog.state import Schema, SegmentKind, TableState
+from .catalog.schema import Schema
+from .catalog.state import SegmentKind, TableState
+from .catalog.tombstones import first_written_in
 from .operations import ObjectKind, Op
 from .storage.difference import NEW, OLD, SIDE, counted_changes, difference, differs
 from .storage.layout import SEGMENT_COLUMN
 from .storage.reader import PREV_FILE, PREV_POS, ROW_FILE, ROW_POS, quote
-from .storage.writer import first_written_in, side_by_side
+from .storage.writer import side_by_side
 
 
 class RowWrites:

@@ -13,8 +13,8 @@ from pyspark.sql import types as T
 
 from . import errors, spark_errors
 from .catalog.namespace import check_name, split_name
-from .catalog.schema_rules import check_widening, parse_type
-from .catalog.state import Column, DatabaseState, Schema, TableState
+from .catalog.schema import Column, Schema, check_widening, history_entry, parse_type
+from .catalog.state import DatabaseState, TableState
 from .operations import ObjectKind, Op
 from .storage.reader import quote
 
@@ -100,7 +100,7 @@ class SchemaWrites:
         seq = self._seq()
         state = TableState(None, table_id, database_id, table_name, ObjectKind.TABLE, dict(properties or {}),
                            tuple(names[c.lower()] for c in partition_by), tuple(names[c.lower()] for c in primary_key),
-                           schema_version.id, ({"schema_id": schema_version.id, "seq": seq, "visible": True},))
+                           schema_version.id, (history_entry(schema_version.id, seq),))
         self.ns.add_schema(schema_version, table_id)
         self.ns.put_table(state)
         self.record(ObjectKind.TABLE, table_id, name, Op.CREATE, columns=[c.name for c in columns],
@@ -220,7 +220,7 @@ class SchemaWrites:
     def _new_schema(self, name: str, state: TableState, columns: list[Column], **detail) -> None:
         schema = Schema(uuid.uuid4().hex, tuple(columns))
         self.ns.add_schema(schema, state.id)
-        entry = {"schema_id": schema.id, "seq": self._seq(), "visible": True}
+        entry = history_entry(schema.id, self._seq())
         self.ns.put_table(state.evolve(schema_id=schema.id, schema_history=state.schema_history + (entry,)))
         self.record(ObjectKind.TABLE, state.id, name, Op.ALTER_COLUMN, **detail)
 

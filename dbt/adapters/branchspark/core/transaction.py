@@ -17,7 +17,9 @@ from typing import Any
 from pyspark.sql import DataFrame
 
 from . import errors
-from .catalog.state import Column, CommitInfo, OpInfo, Schema, TableInfo, TableState
+from .catalog.commits import CommitInfo, OpInfo, default_message
+from .catalog.schema import Column, Schema
+from .catalog.state import TableInfo, TableState
 from .context import WriteContext
 from .operations import ObjectKind, Op
 from .row_writes import RowWrites
@@ -115,7 +117,7 @@ class Transaction(SchemaWrites, RowWrites):
             branch, self.base_head, root, databases=databases, tables=tables,
             schemas=self.ns.new_schemas.values(), segments=self.ns.new_segments.values(),
             tombstones=self.ns.new_tombstones.values(), operations=self.operations,
-            message=self.message or _summary(self.operations), author=self.author,
+            message=self.message or default_message(self.operations), author=self.author,
             merge_parent=self.merge_parent, allow_protected=self.allow_protected, finishing=self.finishing,
             fault=self.lakehouse.fault)
 
@@ -166,9 +168,3 @@ class Transaction(SchemaWrites, RowWrites):
         if state.kind == ObjectKind.VIEW:
             return self.spark.sql(state.view_sql)
         return self.reader.read(state)
-
-
-def _summary(operations: list[OpInfo]) -> str:
-    parts = [f"{o.op} {o.object_name}" for o in operations[:5]]
-    more = f" (+{len(operations) - 5} more)" if len(operations) > 5 else ""
-    return "; ".join(parts) + more

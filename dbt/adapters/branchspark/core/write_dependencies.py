@@ -16,10 +16,11 @@ from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame
 
+from .catalog.commits import OpInfo
 from .catalog.namespace import Namespace, split_name
-from .catalog.state import OpInfo, Root, TableState
-from .storage.reader import TableReader
+from .catalog.state import Root, TableState
 from .operations import ObjectKind, Op
+from .storage.reader import TableReader
 
 BLIND_OPS = {Op.INSERT}  # operations whose result does not depend on the table's rows
 

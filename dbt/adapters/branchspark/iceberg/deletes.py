@@ -20,10 +20,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..core.catalog.state import Schema, SegmentInfo, TableState, TombstoneInfo
+from . import files
+from ..core.catalog.schema import Schema
+from ..core.catalog.state import SegmentInfo, TableState
+from ..core.catalog.tombstones import TombstoneInfo
 from ..core.storage.layout import SEGMENT_COLUMN, Warehouse, seq_of_segment_name
 from ..core.storage.reader import ROW_FILE, ROW_POS, ROW_SEQ, STORED_IDENTITY_KINDS, TOMB_SEQ, segment_group
-from . import files
 
 _POS = "_bs_iceberg_pos"
 _TSEQ_MAX = "_bs_iceberg_tseq"

@@ -45,9 +45,12 @@ from pyiceberg.typedef import Record
 from pyiceberg.types import DateType
 from pyiceberg.utils.datetime import date_to_days
 
-from ..core.catalog.state import CommitInfo, Schema, SegmentInfo, TableState, TombstoneInfo
-from ..core.storage.layout import Warehouse
 from . import deletes, files
+from ..core.catalog.commits import CommitInfo
+from ..core.catalog.schema import Schema
+from ..core.catalog.state import SegmentInfo, TableState
+from ..core.catalog.tombstones import TombstoneInfo
+from ..core.storage.layout import Warehouse
 from .schema import (
     PARTITION_FIELD_ID_BASE,
     NestedIds,

@@ -41,7 +41,7 @@ from pyiceberg.types import (
 from pyspark.sql import types as T
 
 from ..core import errors
-from ..core.catalog.state import Column, Schema
+from ..core.catalog.schema import Column, Schema
 
 # Ids for names found in files but absent from the current schema: far above any column id.
 UNMAPPED_ID_BASE = 2_000_000_000

@@ -14,9 +14,10 @@ import threading
 from collections import OrderedDict
 
 from ..core import errors
+from ..core.catalog.commits import CommitInfo
 from ..core.catalog.namespace import Namespace
+from ..core.catalog.state import DatabaseInfo, Root
 from ..core.catalog.store import CatalogStore
-from ..core.catalog.state import CommitInfo, DatabaseInfo, Root
 from ..core.lakehouse import Lakehouse, Snapshot
 from ..core.operations import ObjectKind
 from .metadata import MetadataBuilder, VersionAt

@@ -11,17 +11,9 @@ import uuid
 from dataclasses import replace
 
 from .. import errors
-from .state import (
-    ColumnInfo,
-    DatabaseInfo,
-    DatabaseState,
-    Root,
-    Schema,
-    SegmentInfo,
-    TableInfo,
-    TableState,
-    TombstoneInfo,
-)
+from .state import ColumnInfo, DatabaseInfo, DatabaseState, Root, SegmentInfo, TableInfo, TableState
+from .schema import Schema
+from .tombstones import TombstoneInfo
 from .store import CatalogStore
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

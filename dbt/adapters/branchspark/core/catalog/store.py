@@ -27,18 +27,10 @@ from sqlalchemy.pool import NullPool, QueuePool
 from .. import errors
 from . import models as m
 from .url import CATALOG_PASSWORD_ENV, CATALOG_URL_ENV, redact_text, redact_url, with_env_password  # noqa: F401
-from .state import (
-    BranchInfo,
-    Column,
-    CommitInfo,
-    DatabaseState,
-    OpInfo,
-    Root,
-    Schema,
-    SegmentInfo,
-    TableState,
-    TombstoneInfo,
-)
+from .state import BranchInfo, DatabaseState, Root, SegmentInfo, TableState
+from .schema import Column, Schema
+from .commits import CommitInfo, OpInfo
+from .tombstones import TombstoneInfo
 
 MAIN = "main"
 _MIGRATIONS = Path(__file__).parent / "migrations"

@@ -26,8 +26,10 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame, SparkSession
 
 from ..catalog.namespace import Namespace
-from ..catalog.state import Root, Schema, SegmentInfo, TableState, TombstoneInfo
+from ..catalog.schema import Schema
+from ..catalog.state import Root, SegmentInfo, TableState
 from ..catalog.store import CatalogStore
+from ..catalog.tombstones import TombstoneInfo
 from ..storage.difference import NEW, OLD, SIDE, unpaired
 from ..storage.layout import SEGMENT_COLUMN, Warehouse
 from ..storage.reader import (

@@ -19,7 +19,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ..catalog.state import CommitInfo
+from ..catalog.commits import CommitInfo
 from ..lakehouse import Lakehouse
 from ..storage.reader import quote
 from .delta import DeltaReader

@@ -16,8 +16,10 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from .. import errors
+from ..catalog.commits import CommitInfo, OpInfo
 from ..catalog.namespace import Namespace
-from ..catalog.state import CommitInfo, OpInfo, Root, Schema, TableState
+from ..catalog.schema import Schema
+from ..catalog.state import Root, TableState
 from ..catalog.store import MAIN
 from ..lakehouse import Lakehouse, parse_time
 from ..operations import ObjectKind

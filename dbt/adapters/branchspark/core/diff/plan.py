@@ -21,15 +21,17 @@ from dataclasses import dataclass, field
 from pyspark.sql import DataFrame
 
 from .. import errors
+from ..catalog.commits import CommitInfo
 from ..catalog.namespace import Namespace
-from ..catalog.state import CommitInfo, Schema, TableState
-from ..merge.base import merge_base
-from ..storage.reader import STORED_IDENTITY_KINDS
+from ..catalog.schema import Schema
+from ..catalog.state import TableState
 from ..context import WriteContext
+from ..merge.base import merge_base
+from ..operations import ObjectKind
+from ..storage.reader import STORED_IDENTITY_KINDS
 from .preview import MergePreview, preview_merge
 from .rows import RowDifference, row_difference
 from .schema import SchemaChange, schema_changes
-from ..operations import ObjectKind
 
 
 TWO_DOT, THREE_DOT = "two_dot", "three_dot"

@@ -22,7 +22,9 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from .. import errors
-from ..catalog.state import CommitInfo, Schema, TableState
+from ..catalog.commits import CommitInfo
+from ..catalog.schema import Schema
+from ..catalog.state import TableState
 from ..catalog.store import CatalogStore
 from ..changes.delta import DeltaReader
 from ..changes.versions import Step

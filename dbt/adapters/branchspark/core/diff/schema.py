@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..catalog.state import Column, Schema
+from ..catalog.schema import Column, Schema
 
 ADDED, DROPPED, RENAMED, TYPE, NULLABILITY, DEFAULT = ("added", "dropped", "renamed", "type", "nullability",
                                                        "default")

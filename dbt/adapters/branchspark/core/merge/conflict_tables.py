@@ -34,7 +34,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from .. import errors
-from ..catalog.state import Schema
+from ..catalog.schema import Schema
 from .rules import Rule
 
 MERGED = "_bs_merged"  # the row the merge would write for a key (a struct of every column)

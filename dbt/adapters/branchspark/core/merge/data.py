@@ -29,10 +29,11 @@ from functools import partial, reduce
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from ..catalog.state import Schema, SegmentInfo, SegmentKind, TableState
-from ..storage.layout import SEGMENT_COLUMN
+from ..catalog.schema import Schema
+from ..catalog.state import SegmentInfo, SegmentKind, TableState
+from ..catalog.tombstones import TombstoneSummary, first_written_in
 from ..storage.difference import comparable_columns
-from ..storage.writer import TombstoneSummary, first_written_in
+from ..storage.layout import SEGMENT_COLUMN
 from ..storage.reader import (
     PREV_FILE,
     PREV_POS,

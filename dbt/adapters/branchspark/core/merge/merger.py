@@ -17,10 +17,13 @@ from typing import Any
 
 from .. import errors
 from ..catalog.namespace import Namespace
-from ..catalog.state import Schema, SegmentKind, TableState
+from ..catalog.schema import Schema, history_entry
+from ..catalog.state import SegmentKind, TableState
+from ..catalog.tombstones import first_written_in
 from ..context import WriteContext
+from ..operations import ObjectKind, Op
 from ..storage.reader import TableReader
-from ..storage.writer import first_written_in, side_by_side
+from ..storage.writer import side_by_side
 from ..transaction import Transaction
 from .base import merge_base
 from .conflict_tables import schema_row
@@ -32,7 +35,6 @@ from .rules import TABLE_DML, Rule, database_cell, matrix_ops, table_cell
 from .schema import merge_schemas
 from .sides import ObjectChanges, rows_merge_by_count, side_since
 from .views import plan_views
-from ..operations import ObjectKind, Op
 
 STRATEGIES = ("merge", "fast_forward", "auto", "interactive", "rebase")
 ON_CONFLICT = ("abort", "ours", "theirs", "pause")
@@ -513,9 +515,9 @@ class ThreeWayMerge:
             # Schema versions src wrote rows under stay readable, out of sight; the merged one is shown.
             for schema_id in sorted((plan.src_schemas | {self.ns.segment_infos([s])[0].schema_id
                                                         for s in new_segments}) - listed - {state.schema_id}):
-                history.append({"schema_id": schema_id, "seq": seq, "visible": False})
+                history.append(history_entry(schema_id, seq, visible=False))
             if plan.schema_changed:
-                history.append({"schema_id": state.schema_id, "seq": seq, "visible": True})
+                history.append(history_entry(state.schema_id, seq))
             final = state.evolve(segments=state.segments + tuple(new_segments),
                                  tombstones=state.tombstones + tuple(new_tombstones), schema_history=tuple(history))
             self.ns.put_table(final)

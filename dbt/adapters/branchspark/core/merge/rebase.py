@@ -15,10 +15,10 @@ leaves src and dest as they were.
 """
 from __future__ import annotations
 
-from .. import errors
-from ..catalog.state import OpInfo
-from ..context import WriteContext
 from . import paused as P
+from .. import errors
+from ..catalog.commits import OpInfo
+from ..context import WriteContext
 from .base import merge_base
 from .merger import ConflictPolicy, three_way_merge
 from .report import Conflict, MergeResult

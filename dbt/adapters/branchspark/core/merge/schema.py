@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from ..catalog.schema_rules import wider_of
-from ..catalog.state import Column, Schema
+from ..catalog.schema import Column, Schema
+from ..catalog.schema import wider_of
+from ..operations import Op
 from .report import Conflict
 from .rules import Rule
-from ..operations import Op
 
 
 @dataclass

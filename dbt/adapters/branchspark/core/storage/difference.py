@@ -14,8 +14,8 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from ..catalog.tombstones import TombstoneSummary
 from .layout import SEGMENT_COLUMN
-from .writer import TombstoneSummary
 from .reader import ROW_FILE, ROW_ID_COLUMNS, ROW_POS, quote
 
 SIDE = "_bs_side"  # 0: an old row the write removes; 1: a new row it adds

@@ -28,9 +28,11 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ..catalog.state import Schema, SegmentInfo, SegmentKind, TableState, TombstoneInfo
-from ..sql_text import quote_identifier as quote  # the readers' callers import it from here
 from . import deletion_vectors
+from ..catalog.schema import Schema
+from ..catalog.state import SegmentInfo, SegmentKind, TableState
+from ..catalog.tombstones import TombstoneInfo
+from ..sql_text import quote_identifier as quote  # the readers' callers import it from here
 from .layout import SEGMENT_COLUMN, SEQ_DIGITS, Warehouse
 
 ROW_FILE = "_bs_file"  # identity: the data file, relative to the segment root

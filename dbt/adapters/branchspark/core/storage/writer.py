@@ -14,22 +14,14 @@ from urllib.parse import unquote
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from ..catalog.state import Schema, SegmentInfo, SegmentKind, TableState, TombstoneInfo
+from ..catalog.schema import Schema
+from ..catalog.state import SegmentInfo, SegmentKind, TableState
+from ..catalog.tombstones import TombstoneInfo, TombstoneSummary
 from .layout import SEGMENT_COLUMN, Warehouse
 from .reader import ROW_FILE, ROW_POS, ROW_SEQ, TOMB_SEQ
 
 _NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 _PARALLEL_WRITES = 4  # Spark jobs writing files at once
-
-
-@dataclass(frozen=True)
-class TombstoneSummary:
-    """What a tombstone deletes, when the caller already counted it: its rows, and the segments and
-    data files (row-id names) they live in. Saves reading the written tombstone back."""
-
-    rows: int
-    segments: frozenset[str]
-    files: frozenset[str]
 
 
 @dataclass
@@ -112,12 +104,6 @@ def side_by_side(writes: dict[object, Callable]) -> dict:
     with ThreadPoolExecutor(max_workers=min(len(writes), _PARALLEL_WRITES)) as pool:
         futures = {key: pool.submit(write) for key, write in writes.items()}
         return {key: future.result() for key, future in futures.items()}
-
-
-def first_written_in(tombstone: TombstoneInfo) -> list[str]:
-    """The segment groups the rows a tombstone deletes were first written to (their row-id file names start
-    with it): "the same segment" of SPEC 3.3 A1/A3, which compaction does not change."""
-    return sorted({name.split("/", 1)[0] for name in tombstone.target_files}) or list(tombstone.target_segments)
 
 
 def _partition_values(suffix: str) -> dict:

@@ -1,15 +1,89 @@
-"""Column types: parsing DDL type names and the widening rule (SPEC A6.1).
+"""A table's columns and schema versions, its schema history, and the rules of column types.
 
-A type may only widen: int to bigint, float to double, decimal precision up
-(keeping the digits before and after the point). Narrowing is refused.
+Columns have ids unique in the whole catalog (names change, ids do not); a table version names its
+current schema and keeps a history of every schema its rows were written under. Types are parsed from
+DDL names, and may only widen (SPEC A6.1): int to bigint, float to double, decimal precision up (keeping
+the digits before and after the point). Narrowing is refused.
 """
 from __future__ import annotations
 
+import json
 import re
+from dataclasses import dataclass
 
 from pyspark.sql import types as T
 
 from .. import errors
+
+
+@dataclass(frozen=True)
+class Column:
+    id: int
+    name: str
+    type_json: str  # Spark's JSON form of the type: parsed without a JVM
+    nullable: bool = True
+    default: str | None = None  # a Spark SQL literal expression, e.g. "0" or "'n/a'"
+    # Ids are unique in the whole catalog, so columns added on two branches never collide. A merge that
+    # finds the same name added on both sides keeps one id and lists the other here.
+    aliases: tuple[int, ...] = ()
+
+    def known_as(self, column_id: int) -> bool:
+        return column_id == self.id or column_id in self.aliases
+
+    @property
+    def data_type(self) -> T.DataType:
+        return _parse_type_json(self.type_json)
+
+    @property
+    def type(self) -> str:
+        return self.data_type.simpleString()
+
+    def to_row(self) -> dict:
+        row = {"id": self.id, "name": self.name, "type": self.type_json, "nullable": self.nullable,
+               "default": self.default}
+        if self.aliases:
+            row["aliases"] = list(self.aliases)
+        return row
+
+    @staticmethod
+    def from_row(row: dict) -> "Column":
+        return Column(row["id"], row["name"], row["type"], row.get("nullable", True), row.get("default"),
+                      tuple(row.get("aliases", ())))
+
+
+def _parse_type_json(type_json: str) -> T.DataType:
+    return T._parse_datatype_json_value(json.loads(type_json))
+
+
+@dataclass(frozen=True)
+class Schema:
+    id: str
+    columns: tuple[Column, ...]
+
+    def column(self, name: str) -> Column | None:
+        lowered = name.lower()
+        return next((c for c in self.columns if c.name.lower() == lowered), None)
+
+    def by_id(self, column_id: int) -> Column | None:
+        return next((c for c in self.columns if c.id == column_id), None)
+
+    def source_of(self, column: Column) -> Column | None:
+        """The column of this (older) schema that holds `column`'s data, by id or alias."""
+        return next((c for c in self.columns if column.known_as(c.id) or c.known_as(column.id)), None)
+
+    @property
+    def names(self) -> list[str]:
+        return [c.name for c in self.columns]
+
+    def struct(self) -> T.StructType:
+        return T.StructType([T.StructField(c.name, c.data_type, True) for c in self.columns])
+
+
+def history_entry(schema_id: str, seq: int, visible: bool = True) -> dict:
+    """One entry of a table's schema history: a schema its rows may be written under from commit `seq` on.
+    A visible entry is one time travel may show; a merge keeps src's schemas readable but out of sight."""
+    return {"schema_id": schema_id, "seq": seq, "visible": visible}
+
 
 _SIMPLE = {
     "tinyint": T.ByteType(), "byte": T.ByteType(),

@@ -1,0 +1,36 @@
+"""A commit: its id, parents, message and the operations it records (SPEC 2), as the catalog stores them."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+
+@dataclass(frozen=True)
+class OpInfo:
+    object_kind: str
+    object_id: str
+    object_name: str
+    op: str
+    detail: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    id: str
+    seq: int
+    ts: datetime
+    parents: tuple[str, ...]
+    message: str
+    author: str | None
+    operations: tuple[OpInfo, ...] = ()
+
+    @property
+    def short_id(self) -> str:
+        return self.id[:12]
+
+
+def default_message(operations: list[OpInfo]) -> str:
+    """A commit's message when its writer gave none: its first five operations."""
+    parts = [f"{o.op} {o.object_name}" for o in operations[:5]]
+    more = f" (+{len(operations) - 5} more)" if len(operations) > 5 else ""
+    return "; ".join(parts) + more

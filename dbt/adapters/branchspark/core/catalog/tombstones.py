@@ -1,0 +1,36 @@
+"""A tombstone: an immutable file of deleted rows (their last values and row ids) over a table's segments.
+
+Rows are never rewritten: a delete, an update's old images and a merge's removed rows are a tombstone
+that names, by row id, the rows it hides from the table version that lists it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class TombstoneInfo:
+    id: str
+    table_id: str
+    path: str
+    seq: int
+    schema_id: str
+    row_count: int
+    target_segments: tuple[str, ...] = ()
+    target_files: tuple[str, ...] = ()  # row-id file names (below the segment root) it deletes rows of
+
+
+@dataclass(frozen=True)
+class TombstoneSummary:
+    """What a tombstone deletes, when the caller already counted it: its rows, and the segments and
+    data files (row-id names) they live in. Saves reading the written tombstone back."""
+
+    rows: int
+    segments: frozenset[str]
+    files: frozenset[str]
+
+
+def first_written_in(tombstone: TombstoneInfo) -> list[str]:
+    """The segment groups the rows a tombstone deletes were first written to (their row-id file names start
+    with it): "the same segment" of SPEC 3.3 A1/A3, which compaction does not change."""
+    return sorted({name.split("/", 1)[0] for name in tombstone.target_files}) or list(tombstone.target_segments)
