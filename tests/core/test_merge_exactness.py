@@ -97,6 +97,24 @@ def test_keyless_counts_merge_three_way_across_overwrites(lh, spark, seed):
     assert_feed_replays(lh, seed, before)
 
 
+def test_keyless_removals_of_copies_on_both_sides_add_up(lh, spark):
+    """Found by the model test's ci profile (2026-11-26): both rebuilds removed copies of one duplicated row,
+    dest two of three and src one; the removals add up (SPEC 3.3: 3 - 2 - 1 = 0). Both had removed the same
+    physical copy (the last by row id), so the merge took src's removal as dest's (A2, deleted once) and
+    one copy stayed."""
+    with lh.transaction("main") as tx:
+        tx.create_database("shop")
+        tx.create_table_as("shop.orders", orders(spark, (1, "placed"), (2, "placed"), (2, "placed"), (2, "placed")))
+    lh.create_branch("src")
+    lh.create_branch("dest")
+    lh.branch("dest").overwrite("shop.orders", orders(spark, (1, "placed"), (2, "placed")))
+    lh.branch("src").overwrite("shop.orders", orders(spark, (1, "placed"), (2, "placed"), (2, "placed")))
+    before = lh.store.get_branch("dest").head
+    lh.merge("src", "dest")
+    assert Counter(rows(lh.read("shop.orders", "dest"))) == Counter({(1, "placed"): 1})
+    assert_feed_replays(lh, "shop.orders", before, "dest")
+
+
 def test_a4_src_update_of_a_row_dest_rebuilt_away_is_dropped(lh, spark, seed):
     lh.branch("a").update(seed, "id = 1", {"status": "'shipped'"})
     lh.branch("b").overwrite(seed, orders(spark, (2, "placed"), (3, "placed"), (4, "placed")))

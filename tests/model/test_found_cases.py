@@ -121,3 +121,19 @@ KEPT_BY_OURS_THEN_MERGED_BACK = Case(
 def test_merging_back_what_ours_kept_gives_dest_rows(spark):
     problems = run_batch(spark, [KEPT_BY_OURS_THEN_MERGED_BACK], merge_back=True)
     assert not problems, "\n".join(problems)
+
+
+# Found by the ci profile (2026-11-26, keyless, batch 3, t1): src dropped a column, so three base rows became
+# copies of one row, and rebuilt the table removing one copy; dest rebuilt it removing two of those rows; merged
+# with theirs. Counts merge three-way (3 - 1 - 2 = 0), but both removals named the same physical row, so src's
+# was taken as dest's (deleted once) and one copy stayed. Now such a removal counts against another copy dest
+# still holds from the base.
+COPIES_REMOVED_ON_BOTH_SIDES = Case(
+    keyed=False, base=[(7, 1, 1, 1), (2, 2, 0, 2)], base_later=[(4, 2, 2, 3), (4, 3, 2, 1), (6, 2, 3, 3)],
+    src=[("drop_column", 1), ("add_column",), ("overwrite", "edit", None, 2, [(3, 0, 2, 1), (2, 0, 2, 2)])],
+    dest=[("overwrite", "fresh", [(2, 2, 0, 2), (7, 3, 2, 1)])], mode="theirs")
+
+
+def test_removals_of_copies_on_both_sides_add_up(spark):
+    problems = run_batch(spark, [COPIES_REMOVED_ON_BOTH_SIDES], merge_back=True)
+    assert not problems, "\n".join(problems)

@@ -415,15 +415,24 @@ class DataMerger:
         excess = (n_sa - n_sd_live) - wanted  # what the identity merge adds beyond the wanted change
         rank = F.row_number().over(per_tag)
         tag = F.col("_bs_tag")
-        decided = events.select("*", excess.alias("_bs_excess"), n_sa.alias("_bs_n_sa"), rank.alias("_bs_rank"))
-        excess_c, n_sa_c, rank_c = F.col("_bs_excess"), F.col("_bs_n_sa"), F.col("_bs_rank")
+        decided = events.select("*", excess.alias("_bs_excess"), n_sa.alias("_bs_n_sa"), n_da.alias("_bs_n_da"),
+                                rank.alias("_bs_rank"))
+        excess_c, n_sa_c, n_da_c, rank_c = F.col("_bs_excess"), F.col("_bs_n_sa"), F.col("_bs_n_da"), F.col("_bs_rank")
         # Too many: take back src's new rows first, then delete dest's own new copies.
         unadd = (tag == "sa") & (rank_c <= F.least(excess_c, n_sa_c))
         extra = (tag == "da") & (rank_c <= excess_c - n_sa_c)
         # Too few: keep some of the base rows src deleted.
         kept = (tag == "sd") & (rank_c <= -excess_c)
-        decided = decided.filter(unadd | extra | kept).localCheckpoint()
-        more = decided.filter((F.col("_bs_tag") != "sd") & ~F.col("_bs_written")).select(*_tombstone_columns(inputs))
+        # Still too many: src deleted copies dest deleted too, beyond the new copies to take back. Each such
+        # deletion counts against another copy dest still holds from the base (one marker row per value).
+        short = (tag == "sd_dead") & (rank_c == 1) & (excess_c > n_sa_c + n_da_c)
+        decided = decided.filter(unadd | extra | kept | short).localCheckpoint()
+        more = decided.filter(~F.col("_bs_tag").isin("sd", "sd_dead") & ~F.col("_bs_written")) \
+            .select(*_tombstone_columns(inputs))
+        shortfall = decided.filter(F.col("_bs_tag") == "sd_dead")
+        if not shortfall.isEmpty():
+            held = self._dest_base_copies(inputs, dest_added, shortfall, columns, doomed)
+            more = more.unionByName(held)
         unwritten = decided.filter(F.col("_bs_written")).select(*IDENTITY)  # a row written anew, not added: not written
         if revived is not None:
             revived = revived.join(unwritten, IDENTITY, "left_anti")
@@ -434,6 +443,26 @@ class DataMerger:
             doomed = more
         return _without_churn(doomed.dropDuplicates(IDENTITY), src_new.select(*_tombstone_columns(inputs)), columns,
                               src_added), revived, unwritten
+
+    def _dest_base_copies(self, inputs: TableInputs, dest_added: set[str], shortfall: DataFrame,
+                          columns: list[str], doomed: DataFrame | None) -> DataFrame:
+        """Rows dest holds from the base that a count merge deletes beyond the changed rows: per value of
+        `shortfall` (excess less the new copies taken back), that many live base copies on dest, not among
+        `doomed` already. Reads dest's rows of those few values only."""
+        live = self._read(inputs, inputs.dest, list(inputs.dest.segments))
+        if dest_added:
+            live = live.filter(~self._origin().isin(sorted(dest_added)))
+        if doomed is not None:
+            live = live.join(doomed.select(*IDENTITY), IDENTITY, "left_anti")
+        # values compared as the count merge grouped them (comparable_columns: a map as its sorted entries)
+        wanted = shortfall.select(*[v.alias(f"_bs_w{i}") for i, v in enumerate(comparable_columns(shortfall.schema, columns))],
+                                  (F.col("_bs_excess") - F.col("_bs_n_sa") - F.col("_bs_n_da")).alias("_bs_short"))
+        live = live.select("*", *[v.alias(f"_bs_v{i}") for i, v in enumerate(comparable_columns(live.schema, columns))])
+        same = reduce(lambda a, b: a & b, [F.col(f"_bs_v{i}").eqNullSafe(F.col(f"_bs_w{i}")) for i in range(len(columns))])
+        matched = live.join(F.broadcast(wanted), same)
+        per_value = Window.partitionBy(*[f"_bs_w{i}" for i in range(len(columns))]).orderBy(*IDENTITY)
+        return (matched.withColumn("_bs_pick", F.row_number().over(per_value))
+                .filter(F.col("_bs_pick") <= F.col("_bs_short")).select(*_tombstone_columns(inputs)))
 
     def _prev_identity(self, updates: list[SegmentInfo]) -> DataFrame:
         """(identity, identity of the row it replaced) for the rows of update segments."""
