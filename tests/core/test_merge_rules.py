@@ -219,6 +219,22 @@ def test_keyed_same_column_changed_differently_conflicts(lh, keyed):
     assert conflict.rule == "3.4 cells"
 
 
+@pytest.mark.parametrize("on_conflict, a", [("ours", 2), ("theirs", 1)])
+def test_keyed_cell_clash_settled_by_on_conflict_keeps_the_other_cells_of_both_sides(lh, keyed, on_conflict, a):
+    """SPEC 3.4: on_conflict settles only the cells both sides changed differently; a cell only one side
+    changed keeps that side's value. Found by the model test's ci profile (2026-11-26): ours took dest's whole
+    row, losing the cell only src had changed (theirs already merged the other cells)."""
+    lh.branch("src").update(keyed, "id = 3", {"a": "1", "b": "'src'"})
+    lh.branch("dest").update(keyed, "id = 3", {"a": "2"})
+    result = lh.merge("src", "dest", on_conflict=on_conflict)
+    assert [c.rule for c in result.resolved] == ["3.4 cells"]
+    assert rows(lh.read(keyed, "dest"))[2] == (3, a, "src")
+    lh.branch("src").update(keyed, "id = 4", {"a": "7"})
+    lh.branch("dest").update(keyed, "id = 4", {"a": "8", "b": "'dest'"})
+    lh.merge("src", "dest", on_conflict=on_conflict)
+    assert rows(lh.read(keyed, "dest"))[3] == (4, 8 if on_conflict == "ours" else 7, "dest")
+
+
 def test_keyed_identical_changes_and_keys_one_side_changed(lh, keyed, spark):
     src, dest = lh.branch("src"), lh.branch("dest")
     src.update(keyed, "id = 1", {"a": "100"})

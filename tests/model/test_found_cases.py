@@ -137,3 +137,21 @@ COPIES_REMOVED_ON_BOTH_SIDES = Case(
 def test_removals_of_copies_on_both_sides_add_up(spark):
     problems = run_batch(spark, [COPIES_REMOVED_ON_BOTH_SIDES], merge_back=True)
     assert not problems, "\n".join(problems)
+
+
+# Found by the ci profile (2026-11-26, keyed, batch 6, t2): src added a column and rebuilt the table with a new
+# value in it for key 0, whose other column both sides changed differently (3.4 cells); merged with ours. Ours
+# took dest's whole row for the key, losing the cell only src had changed; now it settles only the clashing cell.
+CELL_CLASH_SETTLED_BY_OURS = Case(
+    keyed=True, base=[(2, 2, 3, 2), (0, 3, 3, 3), (1, 1, 2, 0), (7, 0, 2, 3)],
+    base_later=[(5, 0, 1, 3), (1, 1, 2, 3), (4, 0, 1, 0)],
+    src=[("add_column",), ("overwrite", "fresh", [(5, 2, 2, 2), (0, 2, 1, 3), (5, 3, 2, 3), (3, 0, 3, 2)]),
+         ("drop_column", 1)],
+    dest=[("update", (3, ">=", 0), 2, ("inc", 1)), ("upsert", [(6, 2, 1, 0), (7, 1, 0, 3)]), ("rename_column", 2),
+          ("insert", [(0, 1, 0, 3), (3, 2, 2, 2), (2, 2, 0, 3)])],
+    mode="ours")
+
+
+def test_ours_settles_only_the_clashing_cells_of_a_key(spark):
+    problems = run_batch(spark, [CELL_CLASH_SETTLED_BY_OURS], merge_back=True)
+    assert not problems, "\n".join(problems)

@@ -562,18 +562,17 @@ class DataMerger:
                 merged = driven[column]
                 if prefer is None:
                     settled = F.when(F.expr(clashes(column)), F.lit(None)).otherwise(merged)
-                elif ours:
-                    settled = F.expr(cell("d", column))
-                else:
-                    settled = F.when(F.col("_bs_rule") == Rule.KEY_CELLS.value, merged).otherwise(F.expr(cell("s", column)))
+                else:  # a cell clash settles those cells only; a row-level clash takes the preferred row
+                    settled = (F.when(F.col("_bs_rule") == Rule.KEY_CELLS.value, merged)
+                               .otherwise(F.expr(cell(preferred, column))))
                 return F.when(~both, F.expr(cell("s", column))).when(clash, settled).otherwise(merged)
             merged = merged_sql(column)
             if prefer is None:  # an open conflict: cells both sides changed differently stay undecided
                 settled = f"CASE WHEN {clashes(column)} THEN NULL ELSE {merged} END"
-            elif ours:
-                settled = cell("d", column)
-            else:
-                settled = f"CASE WHEN _bs_rule = '3.4 cells' THEN {merged} ELSE {cell('s', column)} END"
+            else:  # SPEC 3.4: a cell clash settles those cells only (`merged` prefers a side there), the
+                # other cells merge; a row-level clash (update/delete, insert) takes the preferred side's row
+                settled = (f"CASE WHEN _bs_rule = '{Rule.KEY_CELLS.value}' THEN {merged} "
+                           f"ELSE {cell(preferred, column)} END")
             return F.expr(f"CASE WHEN NOT d_touched THEN {cell('s', column)} WHEN _bs_rule IS NOT NULL THEN {settled} "
                           f"ELSE {merged} END")
 
