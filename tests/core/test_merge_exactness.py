@@ -115,6 +115,34 @@ def test_keyless_removals_of_copies_on_both_sides_add_up(lh, spark):
     assert_feed_replays(lh, "shop.orders", before, "dest")
 
 
+@pytest.mark.parametrize("compacted", [False, True], ids=["plain", "compacted"])
+def test_a_column_dest_dropped_and_theirs_kept_has_its_values_whether_dest_compacted_or_not(lh, spark, compacted):
+    """Found by the model test's ci profile (2026-11-26): dest dropped a column and compacted; a merge whose
+    theirs kept src's column read dest's rows with that column NULL (the compaction had not kept it), and the
+    merge commit's changes deleted a row that was never there. Compaction keeps a dropped column's values,
+    hidden, so the merge and its changes are those without the compaction (SPEC 3.3, 4)."""
+    with lh.transaction("main") as tx:
+        tx.create_database("shop")
+        tx.create_table_as("shop.t", spark.createDataFrame([(1, 10), (2, 20)], "a int, b int"))
+    base = lh.store.get_branch("main").head
+    lh.create_branch("src")
+    lh.create_branch("dest")
+    lh.branch("src").overwrite("shop.t", spark.createDataFrame([(5, 10), (6, 20), (7, 30)], "a int, b int"))
+    with lh.transaction("src") as tx:
+        tx.drop_column("shop.t", "a")
+    with lh.transaction("dest") as tx:
+        tx.drop_column("shop.t", "b")
+    if compacted:
+        with lh.transaction("dest") as tx:
+            tx.compact("shop.t")
+    result = lh.merge("src", "dest", on_conflict="theirs")  # no column left on both: A6.3, src's table
+    assert [c.rule for c in result.resolved] == ["A6.3"]
+    assert rows(lh.read("shop.t", "dest")) == [(10,), (20,), (30,)]
+    # the base's rows in the columns the feed has (b): the changes since replay onto them
+    feed = table_changes(lh, "shop.t", base, "dest").collect()
+    assert replay(Counter({(10,): 1, (20,): 1}), feed, 1) == Counter({(10,): 1, (20,): 1, (30,): 1})
+
+
 def test_a4_src_update_of_a_row_dest_rebuilt_away_is_dropped(lh, spark, seed):
     lh.branch("a").update(seed, "id = 1", {"status": "'shipped'"})
     lh.branch("b").overwrite(seed, orders(spark, (2, "placed"), (3, "placed"), (4, "placed")))

@@ -155,3 +155,18 @@ CELL_CLASH_SETTLED_BY_OURS = Case(
 def test_ours_settles_only_the_clashing_cells_of_a_key(spark):
     problems = run_batch(spark, [CELL_CLASH_SETTLED_BY_OURS], merge_back=True)
     assert not problems, "\n".join(problems)
+
+
+# Found by the ci profile (2026-11-26, keyless, batch 8, t22): src rebuilt the table and dropped one column,
+# dest dropped the other and compacted; no column left on both sides (A6.3), theirs takes src's table. The merge
+# commit's changes deleted dest's rows with the column src kept NULL: the compaction had not kept the values of
+# the column dest dropped. Compaction now keeps them, hidden, and the changes read them.
+COMPACTED_AFTER_DROPPING_WHAT_THEIRS_KEEPS = Case(
+    keyed=False, base=[(0, 1, 0, 2)], base_later=[],
+    src=[("overwrite", "edit", 0, None, [(5, 0, 1, 2), (5, 0, 3, 0)]), ("drop_column", 2)],
+    dest=[("widen", 0), ("drop_column", 3), ("compact",), ("widen", 0)], mode="theirs")
+
+
+def test_a_compaction_keeps_the_values_of_a_dropped_column(spark):
+    problems = run_batch(spark, [COMPACTED_AFTER_DROPPING_WHAT_THEIRS_KEEPS], merge_back=True)
+    assert not problems, "\n".join(problems)

@@ -28,6 +28,7 @@ from dbt.adapters.branchspark.adapter.relation import BranchSparkRelation, core_
 from dbt.adapters.branchspark.adapter.seeds import seed_dataframe
 from dbt.adapters.branchspark.adapter.target_branch import _author
 from dbt.adapters.branchspark.adapter.merge_operations import paused_operation, run_merge
+from dbt.adapters.branchspark.core.errors import DatabaseNotFound
 
 logger = AdapterLogger("branchspark")
 
@@ -109,7 +110,7 @@ class BranchSparkAdapter(SparkAdapter):
         view = self._catalog_view()
         try:
             tables = view.tables(database=schema.lower())
-        except Exception:  # no such database on this branch
+        except DatabaseNotFound:
             return []
         return [
             self.Relation.create(
@@ -377,7 +378,7 @@ class BranchSparkAdapter(SparkAdapter):
             with self._write(f"drop schema {database}") as w:
                 try:
                     names = [t.full_name for t in w.tx.tables(database=database)]
-                except Exception:  # no such database on this branch: nothing to drop
+                except DatabaseNotFound:  # nothing to drop
                     return
                 w.tx.drop_database(database, cascade=True, if_exists=True)
                 w.changed(*names)

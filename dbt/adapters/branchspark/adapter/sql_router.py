@@ -26,6 +26,7 @@ from dbt.adapters.branchspark.core.sql_text import (
     strip_comments,
     unquote,
 )
+from dbt.adapters.branchspark.core.errors import DatabaseNotFound
 from dbt.adapters.branchspark.core.merge import interactive
 
 _FLAGS = re.IGNORECASE | re.DOTALL
@@ -342,7 +343,7 @@ class StatementRouter:
 def _table_names(tx, database: str) -> List[str]:
     try:
         return [t.full_name for t in tx.tables(database=database)]
-    except Exception:  # no such database: nothing to hide
+    except DatabaseNotFound:  # nothing to hide
         return []
 
 

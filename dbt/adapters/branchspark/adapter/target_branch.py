@@ -15,7 +15,7 @@ from typing import Dict, Iterator, Optional, Set, Tuple
 
 from pyspark.sql import SparkSession
 
-from dbt.adapters.branchspark.adapter.temp_views import VIEW, BranchViews, empty_rows, views_of
+from dbt.adapters.branchspark.adapter.temp_views import VIEW, BranchViews, views_of
 from dbt.adapters.branchspark.core.lakehouse import Lakehouse
 
 
@@ -95,11 +95,7 @@ class BranchTransaction:
                 views.show_table(name, self._staged_rows(name))
 
     def _staged_rows(self, name: str):
-        try:
-            return self.tx.read(name)
-        except AttributeError:
-            # core: reading a table with no segments yet fails (docs/adapter-needs.md #4): it has no rows
-            return empty_rows(self.session.spark, self.tx.table(name).columns)
+        return self.tx.read(name)
 
     def commit(self):
         """Commit; returns the core's CommitInfo (None when nothing changed)."""
@@ -145,7 +141,7 @@ class BranchTransaction:
 def _author() -> str:
     try:
         return f"dbt ({getpass.getuser()})"
-    except Exception:
+    except (KeyError, OSError):  # no user name in the environment or the password database
         return "dbt"
 
 

@@ -17,7 +17,6 @@ from typing import Callable, Dict, Iterable, List, Optional, Set
 from pyspark.sql import DataFrame, SparkSession
 
 from dbt.adapters.branchspark.core.sql_text import QUOTED, quote_identifier, tokens, unquote
-from dbt.adapters.branchspark.adapter.frames import struct_of
 from dbt.adapters.branchspark.core.operations import ObjectKind
 
 TABLE, VIEW = ObjectKind.TABLE, ObjectKind.VIEW
@@ -131,18 +130,9 @@ class BranchViews:
 
 def _reader(snapshot, full_name: str) -> Callable[[], DataFrame]:
     def read() -> DataFrame:
-        try:
-            return snapshot.read(full_name)
-        except AttributeError:
-            # core: a table with no segments cannot be read yet (docs/adapter-needs.md #4)
-            return empty_rows(SparkSession.active(), snapshot.table(full_name).columns)  # any thread, also on Connect
+        return snapshot.read(full_name)
 
     return read
-
-
-def empty_rows(spark: SparkSession, columns) -> DataFrame:
-    """No rows, with the columns of a catalog table (ColumnInfo list)."""
-    return spark.createDataFrame([], struct_of(columns))
 
 
 _views_by_session: Dict[int, BranchViews] = {}

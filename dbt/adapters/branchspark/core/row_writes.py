@@ -5,6 +5,8 @@ records what it changed: an overwrite or upsert only the rows that differ (SPEC 
 from __future__ import annotations
 
 import itertools
+import uuid
+from dataclasses import replace
 from functools import partial
 
 from pyspark.errors import PySparkException
@@ -12,7 +14,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from . import errors, spark_errors
-from .catalog.schema import Schema
+from .catalog.schema import Column, Schema, history_entry
 from .catalog.state import SegmentKind, TableState
 from .catalog.tombstones import first_written_in
 from .operations import ObjectKind, Op
@@ -362,12 +364,37 @@ class RowWrites:
         return keys, wanted
 
     def compact(self, name: str) -> None:
-        """Rewrite live rows into fresh segments and fold tombstones in; reads return the same rows."""
+        """Rewrite live rows into fresh segments and fold tombstones in; reads return the same rows.
+
+        The values of columns the table dropped are kept, out of sight (a hidden schema version): a merge that
+        settles a conflict for the side that kept such a column reads them back, and compaction must not
+        change a merge's outcome (SPEC 3.3)."""
         state = self._writable_table(name)
         if not state.segments:
             return
-        rows = self.reader.read(state, with_row_ids=True).drop(SEGMENT_COLUMN)
-        self._replace_rows(name, state, rows, SegmentKind.COMPACTION, Op.COMPACTION)
+        kept = self._with_dropped_columns(state)
+        rows = self.reader.read(kept, with_row_ids=True).drop(SEGMENT_COLUMN)
+        self._replace_rows(name, kept, rows, SegmentKind.COMPACTION, Op.COMPACTION)
+        if kept is not state:
+            self.ns.put_table(self.ns.table(state.id).evolve(schema_id=state.schema_id))
+
+    def _with_dropped_columns(self, state: TableState) -> TableState:
+        """`state` read and written in its schema plus every column its earlier schema versions had and it
+        dropped, under hidden names (`_bs_dropped_<id>`; columns are matched by id), listed as a hidden entry
+        of its schema history; `state` itself when it dropped none."""
+        current = self._schema(state)
+        dropped: dict[int, Column] = {}
+        for entry in state.schema_history:
+            for column in self.ns.schema(entry["schema_id"]).columns:
+                if not any(c.known_as(column.id) or column.known_as(c.id) for c in current.columns):
+                    dropped[column.id] = replace(column, name=f"_bs_dropped_{column.id}", nullable=True,
+                                                 default=None)
+        if not dropped:
+            return state
+        wide = Schema(uuid.uuid4().hex, current.columns + tuple(dropped[i] for i in sorted(dropped)))
+        self.ns.add_schema(wide, state.id)
+        history = state.schema_history + (history_entry(wide.id, self._seq(), visible=False),)
+        return state.evolve(schema_id=wide.id, schema_history=history)
 
 
 def _partition_value(values: dict, columns: list[str]) -> tuple:

@@ -21,7 +21,7 @@ that can touch them.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pyspark.sql import DataFrame, SparkSession
 
@@ -123,10 +123,25 @@ class DeltaReader:
         """Rows of `segment_ids` that are live in `state`, reading only those segments."""
         segments = self.lookup.segment_infos(segment_ids)
         tombstones = self._tombstones_touching(state, segments)
-        partial = state.evolve(segments=tuple(segment_ids), tombstones=tuple(t.id for t in tombstones))
+        written = self._with_target_columns(state)
+        partial = state.evolve(segments=tuple(segment_ids), tombstones=tuple(t.id for t in tombstones),
+                               schema_id=written.id)
         rows = self.reader.read(partial, with_row_ids=True)
-        written = self.lookup.schema(state.schema_id)
         return rows.select(*[project_column(written, c) for c in self.target.columns], *IDENTITY)
+
+    def _with_target_columns(self, state: TableState) -> Schema:
+        """`state`'s schema, plus the target's columns it lacks (a column it dropped that the target has): its
+        files may still hold their values (a compaction keeps a dropped column's values, hidden), which
+        the rows' images then show, as they were before the drop."""
+        schema = self.lookup.schema(state.schema_id)
+        missing = [c for c in self.target.columns if schema.source_of(c) is None]
+        if not missing:
+            return schema
+        taken = {c.name.lower() for c in schema.columns}
+        extra = tuple(replace(c, name=f"_bs_target_{c.id}") if c.name.lower() in taken else c for c in missing)
+        wide = Schema(f"{schema.id}+{self.target.id}", schema.columns + extra)
+        self.lookup.add_schema(wide, state.id)
+        return wide
 
     def _tombstones_touching(self, state: TableState, segments: list[SegmentInfo],
                              files: set[str] | None = None) -> list[TombstoneInfo]:

@@ -448,7 +448,8 @@ class DataMerger:
                           columns: list[str], doomed: DataFrame | None) -> DataFrame:
         """Rows dest holds from the base that a count merge deletes beyond the changed rows: per value of
         `shortfall` (excess less the new copies taken back), that many live base copies on dest, not among
-        `doomed` already. Reads dest's rows of those few values only."""
+        `doomed` already. Only when such a shortfall exists (rare: both sides removed copies of one value) does
+        it scan dest's rows, keeping those of the few values by a broadcast join."""
         live = self._read(inputs, inputs.dest, list(inputs.dest.segments))
         if dest_added:
             live = live.filter(~self._origin().isin(sorted(dest_added)))
