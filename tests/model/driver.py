@@ -183,6 +183,11 @@ class Batch:
         predicted = {t.name: merge(t.base, t.src, t.dest, "abort") for t in self.tracked}
         settled = {t.name: merge(t.base, t.src, t.dest, t.case.mode) for t in self.tracked}
         expected_conflicts = {name: o.rules for name, o in predicted.items() if o.conflicts}
+        # The engine plans a table's rows once its operation and schema conflicts are settled (as Dolt resolves
+        # schema conflicts before data ones): with abort, a table with such a conflict lists no key conflict
+        # (3.4) yet; settled by ours or theirs, both are listed.
+        abort_conflicts = {name: {r for r in rules if not str(r).startswith("3.4")} or rules
+                           for name, rules in expected_conflicts.items()}
         by_name = {t.name: t for t in self.tracked}
         head = lh.snapshot("dest").commit_id
         if expected_conflicts:
@@ -192,7 +197,7 @@ class Batch:
                                    f"{sorted(expected_conflicts)}")
                 return {}
             except MergeConflict as exc:
-                self._compare_conflicts(by_name, expected_conflicts, self.engine_conflicts(exc.report.conflicts))
+                self._compare_conflicts(by_name, abort_conflicts, self.engine_conflicts(exc.report.conflicts))
             if lh.snapshot("dest").commit_id != head:
                 self.problem(None, "a merge that raised MergeConflict moved dest's head")
         modes = {t.name: t.case.mode for t in self.tracked}

@@ -170,3 +170,20 @@ COMPACTED_AFTER_DROPPING_WHAT_THEIRS_KEEPS = Case(
 def test_a_compaction_keeps_the_values_of_a_dropped_column(spark):
     problems = run_batch(spark, [COMPACTED_AFTER_DROPPING_WHAT_THEIRS_KEEPS], merge_back=True)
     assert not problems, "\n".join(problems)
+
+
+# Found by the ci profile (2026-11-26, keyed, batch 9, t3): src renamed a column dest widened (A6.1) and both
+# inserted keys 2 and 6 differently (3.4 insert). With abort the engine lists the A6.1 conflict only: it plans a
+# table's rows once its schema and operation conflicts are settled (as Dolt resolves schema conflicts before data
+# ones); settled by theirs, both are listed. The model's expectation was corrected to that.
+KEY_CONFLICTS_BEHIND_A_SCHEMA_CONFLICT = Case(
+    keyed=True, base=[(7, 1, 2, 2), (1, 0, 3, 1), (1, 3, 0, 0), (1, 3, 1, 2)], base_later=[(3, 1, 3, 0)],
+    src=[("rename_column", 0), ("upsert", [(6, 3, 0, 0), (2, 1, 3, 0)])],
+    dest=[("widen", 2), ("update", (1, "=", 1), 2, ("inc", 1)), ("overwrite", "edit", 3, 0, []),
+          ("overwrite", "fresh", [(2, 2, 2, 1), (1, 1, 1, 3), (6, 3, 2, 1), (3, 2, 2, 0)])],
+    mode="theirs")
+
+
+def test_key_conflicts_are_listed_once_the_schema_conflict_is_settled(spark):
+    problems = run_batch(spark, [KEY_CONFLICTS_BEHIND_A_SCHEMA_CONFLICT], merge_back=True)
+    assert not problems, "\n".join(problems)
