@@ -16,6 +16,10 @@ from tests.model.cases import batches
 from tests.model.driver import run_batch
 from tests.model.profiles import BATCH_SIZE, MIN_BATCH, MIN_CASES, SHRINK, engine_settings
 
+# BRANCHSPARK_MODEL_FROM_BATCH=N runs a derandomized profile from its N-th batch on: a failure CI found in
+# batch 9 reproduces without running batches 1-8 again.
+FIRST_BATCH = int(os.environ.get("BRANCHSPARK_MODEL_FROM_BATCH", 1))
+
 
 @pytest.mark.parametrize("keyed", [False, True], ids=["keyless", "keyed"])
 def test_merges_and_changes_match_the_model(spark, keyed):
@@ -25,6 +29,8 @@ def test_merges_and_changes_match_the_model(spark, keyed):
     @given(batch=batches(keyed, MIN_BATCH, BATCH_SIZE))
     def check(batch):
         ran.append(len(batch))
+        if len(ran) < FIRST_BATCH:  # generated (the same batches follow) but not run
+            return
         problems = run_batch(spark, batch)
         if os.environ.get("BRANCHSPARK_MODEL_PROGRESS"):  # long runs: a line per batch (run pytest with -s)
             print(f"{time.strftime('%H:%M:%S')} {'keyed' if keyed else 'keyless'}: batch {len(ran)}, "
