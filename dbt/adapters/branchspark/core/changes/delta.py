@@ -62,10 +62,15 @@ def only_compaction(step: Step) -> bool:
 
 
 class DeltaReader:
-    def __init__(self, spark: SparkSession, warehouse: Warehouse, store: CatalogStore, target: Schema):
+    def __init__(self, spark: SparkSession, warehouse: Warehouse, store: CatalogStore, target: Schema,
+                 dropped_values: bool = False):
+        """`dropped_values`: a row image shows a column the version dropped (and the target has) with the value
+        its file still holds, as the change feed needs (its images are the rows as they were before the
+        drop); else NULL, as the version reads the row (a diff compares versions as they read)."""
         self.lookup = Namespace(store, Root({}, {}), "changes")  # version lookups straight from the store
         self.reader = TableReader(spark, warehouse, self.lookup)
         self.target = target
+        self.dropped_values = dropped_values
 
     def delta(self, step: Step, by_identity: bool = True) -> StepDelta:
         """The rows `step` deleted and inserted. `by_identity`: each row once even when several tombstones
@@ -135,7 +140,7 @@ class DeltaReader:
         the rows' images then show, as they were before the drop."""
         schema = self.lookup.schema(state.schema_id)
         missing = [c for c in self.target.columns if schema.source_of(c) is None]
-        if not missing:
+        if not missing or not self.dropped_values:
             return schema
         taken = {c.name.lower() for c in schema.columns}
         extra = tuple(replace(c, name=f"_bs_target_{c.id}") if c.name.lower() in taken else c for c in missing)

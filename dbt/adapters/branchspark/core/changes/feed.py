@@ -47,7 +47,8 @@ class ChangeFeed:
     def __init__(self, lakehouse: Lakehouse, plan: ChangeRange):
         self.lakehouse = lakehouse
         self.plan = plan
-        self.deltas = DeltaReader(lakehouse.spark, lakehouse.warehouse, lakehouse.store, plan.schema)
+        self.deltas = DeltaReader(lakehouse.spark, lakehouse.warehouse, lakehouse.store, plan.schema,
+                                  dropped_values=True)
 
     @property
     def columns(self) -> list[str]:
