@@ -422,14 +422,17 @@ def _count_merge(base: Table, src: Branch, dest: Branch, columns: list[Column]) 
         # 3.3: "base rows that dest's overwrite removed or changed"; not those it kept and changed later by
         # another operation): the copies src's own overwrite removed first (an overwrite removes the last
         # copies, on either side), then the ones src updated, whose updates are dropped.
-        overwritten = Counter(_values(base.rows[identity], columns)
+        # Copies are matched as whole base rows (all the base's columns), not in the merged columns: two base
+        # rows that differ only in a column the merge drops are different rows to an overwrite.
+        whole = base.columns
+        overwritten = Counter(_values(base.rows[identity], whole)
                               for identity, how in dest.side.removed.items() if how == "overwrite")
         updated, src_overwrote = {}, Counter()  # base image -> base identities src updated | overwrote
         for identity, how in sorted(src.side.removed.items()):
             if how == "update":
-                updated.setdefault(_values(base.rows[identity], columns), []).append(identity)
+                updated.setdefault(_values(base.rows[identity], whole), []).append(identity)
             elif how == "overwrite":
-                src_overwrote[_values(base.rows[identity], columns)] += 1
+                src_overwrote[_values(base.rows[identity], whole)] += 1
         for image, identities in updated.items():
             dropped = identities[:max(0, overwritten[image] - src_overwrote[image])]
             for identity in dropped:
