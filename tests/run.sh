@@ -28,7 +28,8 @@ export BRANCHSPARK_TEST_PG_URL BRANCHSPARK_TEST_CONNECT_URL
 export BRANCHSPARK_MODEL_PROFILE=${BRANCHSPARK_MODEL_PROFILE:-ci}
 # Two workers; tests/conftest.py hands them the slowest scopes first (--no-loadscope-reorder keeps that order).
 # Through Connect the matrix runs on SQLite: what PostgreSQL changes is the catalog, which pass 1 covers.
-"$PY" -m pytest tests -n 2 --dist loadscope --no-loadscope-reorder -p no:cacheprovider -q "$@"
+# --durations: CI's log names the slowest tests (the suite's time is a target, issue 25).
+"$PY" -m pytest tests -n 2 --dist loadscope --no-loadscope-reorder -p no:cacheprovider -q --durations=25 "$@"
 "$PY" -m pytest --connect tests/functional/adapter tests/core/test_merge_base.py tests/core/test_merge_matrix.py \
   tests/core/test_merge_rules.py tests/core/test_deletion_vectors.py -k "not (test_merge_matrix and postgresql)" \
-  -n 2 --dist loadscope --no-loadscope-reorder -p no:cacheprovider -q "$@"
+  -n 2 --dist loadscope --no-loadscope-reorder -p no:cacheprovider -q --durations=10 "$@"
