@@ -192,8 +192,8 @@ def test_key_conflicts_are_listed_once_the_schema_conflict_is_settled(spark):
 # Found by CI (stop 34, keyless, the ci profile, t19): src updated three base rows, (0,3) and two copies of (0,1),
 # then rebuilt the table twice (the first rebuild removed the (0,3) image); dest rebuilt the table, removing both
 # (0,1) copies and keeping (0,3), then dropped the second column. A4 drops src's updates of the two (0,1) copies.
-# The model matched dest's removed rows to src's updated ones in the merged columns only (the first), where (0,3)
-# and (0,1) look alike, and dropped the update of (0,3) instead (the model's fault: whole rows now, SPEC 3.3).
+# The model matched dest's removed rows to src's updated ones in the merged columns only (the first column), where
+# (0,3) and (0,1) look alike, and dropped the update of (0,3) instead (the model's fault: whole rows now, SPEC 3.3).
 A4_MATCHES_WHOLE_ROWS_NOT_THE_MERGED_COLUMNS = Case(
     keyed=False, base=[(7, 0, 3, 1), (4, 1, 2, 1), (3, 0, 1, 2)], base_later=[(2, 0, 1, 2)],
     src=[("update", (1, "%2=", 1), 0, ("inc", 3)), ("overwrite", "edit", 3, 3, [(3, 3, 2, 0), (7, 3, 1, 3)]),
