@@ -14,7 +14,7 @@ from urllib.parse import urlparse
 import pytest
 from xdist.scheduler import LoadScopeScheduling
 
-from tests.spark_settings import FAST_SMALL_QUERIES, FAST_TEST_JVM
+from tests.spark_settings import FAST_SMALL_QUERIES, FAST_TEST_JVM, ONE_PARTITION
 
 # dbt's test fixtures (the conformance suite); pytest wants plugins declared in the top conftest.
 pytest_plugins = ["dbt.tests.fixtures.project"]
@@ -22,10 +22,7 @@ pytest_plugins = ["dbt.tests.fixtures.project"]
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 CONNECT_URL_VARIABLE = "BRANCHSPARK_TEST_CONNECT_URL"
-TEST_SPARK_CONFIG = {"spark.sql.shuffle.partitions": "2",
-                     "spark.default.parallelism": "2",
-                     "spark.sql.adaptive.coalescePartitions.initialPartitionNum": "2",
-                     **FAST_SMALL_QUERIES, **FAST_TEST_JVM}
+TEST_SPARK_CONFIG = {**ONE_PARTITION, **FAST_SMALL_QUERIES, **FAST_TEST_JVM}
 # These check plans made with code generation: they run with Spark's defaults in-process too.
 SPARK_DEFAULT_MODULES = {"test_deletion_vectors"}
 

@@ -35,7 +35,7 @@ case "${1:-}" in
     else
       rm -f "$DATA/postmaster.pid"
       as_postgres "$BIN/pg_ctl" -D "$DATA" -l "$DIR/server.log" -w \
-        -o "-p $PORT -c listen_addresses=127.0.0.1 -k $DIR -c max_connections=200" start >/dev/null
+        -o "-p $PORT -c listen_addresses=127.0.0.1 -k $DIR -c max_connections=200 -c fsync=off -c synchronous_commit=off -c full_page_writes=off" start >/dev/null
     fi
     echo "postgresql+psycopg://postgres@127.0.0.1:$PORT/postgres"
     ;;

@@ -27,9 +27,10 @@ export BRANCHSPARK_TEST_PG_URL BRANCHSPARK_TEST_CONNECT_URL
 # ones in resumable chunks (tests/model/long_run.py).
 export BRANCHSPARK_MODEL_PROFILE=${BRANCHSPARK_MODEL_PROFILE:-ci}
 # Two workers; tests/conftest.py hands them the slowest scopes first (--no-loadscope-reorder keeps that order).
-# Through Connect the matrix runs on SQLite: what PostgreSQL changes is the catalog, which pass 1 covers.
+# Through Connect the matrix and the rules run on SQLite: what PostgreSQL changes is the catalog, which pass 1
+# covers.
 # --durations: CI's log names the slowest tests (the suite's time is a target, issue 25).
 "$PY" -m pytest tests -n 2 --dist loadscope --no-loadscope-reorder -p no:cacheprovider -q --durations=25 "$@"
 "$PY" -m pytest --connect tests/functional/adapter tests/core/test_merge_base.py tests/core/test_merge_matrix.py \
-  tests/core/test_merge_rules.py tests/core/test_deletion_vectors.py -k "not (test_merge_matrix and postgresql)" \
+  tests/core/test_merge_rules.py tests/core/test_deletion_vectors.py -k "not postgresql" \
   -n 2 --dist loadscope --no-loadscope-reorder -p no:cacheprovider -q --durations=10 "$@"

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from tests.spark_settings import FAST_SMALL_QUERIES, FAST_TEST_JVM
+from tests.spark_settings import FAST_SMALL_QUERIES, FAST_TEST_JVM, ONE_PARTITION
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
@@ -14,9 +14,8 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 # Cheaper small queries and one GC thread, as for the core tests (tests/spark_settings.py says why).
 TEST_SPARK_CONFIG = {
     "spark.master": "local[2]",
-    "spark.sql.shuffle.partitions": "2",
-    "spark.default.parallelism": "2",
     "spark.driver.memory": "2g",
+    **ONE_PARTITION,
     **FAST_SMALL_QUERIES,
     **FAST_TEST_JVM,
 }

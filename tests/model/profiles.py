@@ -20,13 +20,14 @@ from hypothesis import HealthCheck, Phase, settings
 PROFILE = os.environ.get("BRANCHSPARK_MODEL_PROFILE", "ci")
 EXAMPLES, BATCH_SIZE = {"smoke": (1, 8), "quick": (2, 30), "ci": (10, 30), "long": (5, 30)}[PROFILE]
 # the metamorphic test's batches (of BATCH_SIZE // 2 pairs): fewer, as the model test covers compaction too
-PAIR_EXAMPLES = {"smoke": 1, "quick": 2, "ci": 2, "long": 40}[PROFILE]
+PAIR_EXAMPLES = {"smoke": 1, "quick": 1, "ci": 1, "long": 40}[PROFILE]
 BATCH_SIZE = int(os.environ.get("BRANCHSPARK_MODEL_BATCH", BATCH_SIZE))
 EXAMPLES = int(os.environ.get("BRANCHSPARK_MODEL_BATCHES", EXAMPLES))
 SHRINK = bool(os.environ.get("BRANCHSPARK_MODEL_SHRINK"))
-# Then dest merged back into src, which must then read as dest does (driver.merge_back_and_check);
-# BRANCHSPARK_MODEL_MERGE_BACK=0 leaves it out.
-MERGE_BACK = os.environ.get("BRANCHSPARK_MODEL_MERGE_BACK", "1") != "0"
+# Then dest merged back into src, which must then read as dest does (driver.merge_back_and_check): an
+# extra check beyond issue 19's list, a tenth of a batch's time, so the long and quick profiles run it and
+# CI's `ci` profile leaves it out (CI's time limit); BRANCHSPARK_MODEL_MERGE_BACK=0/1 decides for any profile.
+MERGE_BACK = os.environ.get("BRANCHSPARK_MODEL_MERGE_BACK", "0" if PROFILE == "ci" else "1") != "0"
 MIN_BATCH = 1 if SHRINK else BATCH_SIZE  # full batches unless shrinking, so the case count is known
 MIN_CASES = EXAMPLES * BATCH_SIZE
 
