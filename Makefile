@@ -42,7 +42,7 @@ bench-dbt: install
 
 # issue 19: merges and change feeds against the model of SPEC 3-4 (tests/model/profiles.py):
 # test-model runs the CI profile (300 cases per table kind); test-model-long runs random ones in resumable
-# chunks (tests/model/long_run.py, its ledger in .model-long/) until 2,550 per kind (5,100 in all) have run.
+# chunks (tests/model/long_run.py, its ledger tests/model/long_ledger.tsv) until 2,550 per kind (5,100 in all) have run.
 test-model: install
 	$(PY) -m pytest tests/model -q -p no:cacheprovider
 

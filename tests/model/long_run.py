@@ -6,7 +6,9 @@ finished chunk is a line of a ledger (tab-separated: kind, seed, commit, start, 
 exit code, log). A new invocation skips the seeds the ledger already has and stops once each kind has
 `--cases` cases in it, so an interrupted run goes on where it stopped. A chunk that finds a mismatch keeps
 its log (the mismatch lines, the table's history and hypothesis's `@reproduce_failure` blob); running its
-seed again reproduces it:
+seed again reproduces it. The ledger is kept in git (tests/model/long_ledger.tsv; lines starting with `#` are
+notes), since a session's machine does not outlive the session; the logs stay in .model-long/. Seeds start at
+2000, as 1000-1006 ran before the ledger was kept (its first note):
 
     BRANCHSPARK_MODEL_PROFILE=long BRANCHSPARK_MODEL_BATCHES=5 pytest tests/model/test_engine_against_model.py \
         -k keyless -s --hypothesis-seed=SEED
@@ -32,7 +34,8 @@ FIELDS = ("kind", "seed", "commit", "started", "seconds", "cases", "mismatches",
 def read_ledger(path: Path) -> list[dict]:
     if not path.exists():
         return []
-    return [dict(zip(FIELDS, line.split("\t"))) for line in path.read_text().splitlines() if line.strip()]
+    return [dict(zip(FIELDS, line.split("\t"))) for line in path.read_text().splitlines()
+            if line.strip() and not line.startswith("#")]
 
 
 def cases_by_kind(entries: list[dict]) -> Counter:
@@ -53,6 +56,7 @@ def chunk_result(log_text: str) -> tuple[int, int]:
 
 
 def run_chunk(kind: str, seed: int, batches: int, log_dir: Path, python: str) -> dict:
+    log_dir.mkdir(parents=True, exist_ok=True)
     log = log_dir / f"{kind}-{seed}.log"
     env = {**os.environ, "BRANCHSPARK_MODEL_PROFILE": "long", "BRANCHSPARK_MODEL_BATCHES": str(batches),
            "BRANCHSPARK_MODEL_PROGRESS": "1", "PYSPARK_PYTHON": python}
@@ -85,10 +89,10 @@ def main(argv=None) -> int:
     parser.add_argument("--batches", type=int, default=5, help="batches of 30 cases per chunk (default 5)")
     parser.add_argument("--jobs", type=int, default=2, help="chunks run at once (default 2)")
     parser.add_argument("--minutes", type=float, default=0, help="start no chunk after this many minutes (0: none)")
-    parser.add_argument("--ledger", type=Path, default=ROOT / ".model-long" / "ledger.tsv")
-    parser.add_argument("--first-seed", type=int, default=1000)
+    parser.add_argument("--ledger", type=Path, default=ROOT / "tests" / "model" / "long_ledger.tsv")
+    parser.add_argument("--logs", type=Path, default=ROOT / ".model-long", help="where each chunk's log goes")
+    parser.add_argument("--first-seed", type=int, default=2000)
     args = parser.parse_args(argv)
-    args.ledger.parent.mkdir(parents=True, exist_ok=True)
     deadline = time.time() + args.minutes * 60 if args.minutes else float("inf")
     entries = read_ledger(args.ledger)
     seeds = {kind: next_seeds(entries, kind, args.first_seed) for kind in KINDS}
@@ -106,7 +110,7 @@ def main(argv=None) -> int:
                 kind = min(wanted(), key=lambda k: cases_by_kind(entries)[k]
                            + sum(1 for kd, _ in running.values() if kd == k) * args.batches * 30)
                 seed = next(seeds[kind])
-                running[pool.submit(run_chunk, kind, seed, args.batches, args.ledger.parent, sys.executable)] = (kind, seed)
+                running[pool.submit(run_chunk, kind, seed, args.batches, args.logs, sys.executable)] = (kind, seed)
             if not running:
                 break
             finished, _ = wait(running, return_when=FIRST_COMPLETED)
