@@ -11,6 +11,7 @@ FAST_SMALL_QUERIES = {"spark.sql.adaptive.enabled": "false", "spark.sql.codegen.
 # Test data is a few rows: one partition per shuffle and per local collection means one task and one file
 # where two would each hold a row or none (a write's segment, then every read of it, has half the files).
 # The same operations took 11-16% less CPU with it (2026-11-26, a keyed and a keyless table, 108 writes).
+# Segments of several files are still written by partitioned tables and through the Connect server (2 partitions).
 ONE_PARTITION = {"spark.sql.shuffle.partitions": "1", "spark.default.parallelism": "1",
                  "spark.sql.adaptive.coalescePartitions.initialPartitionNum": "1"}
 # A test worker's JVM lives for the whole suite: one GC thread leaves the cores to the tests, and the full JIT
