@@ -71,7 +71,15 @@ def run_chunk(kind: str, seed: int, batches: int, log_dir: Path, python: str) ->
     return {"kind": kind, "seed": str(seed), "commit": commit,
             "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
             "seconds": str(round(time.time() - started)), "cases": str(cases),
-            "mismatches": str(mismatches), "exit": str(code), "log": str(log)}
+            "mismatches": str(mismatches), "exit": str(code), "log": _relative(log)}
+
+
+def _relative(path: Path) -> str:
+    """The log's path from the checkout's root where it lies inside it: the ledger is in git, read elsewhere."""
+    try:
+        return str(path.resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
 
 
 def next_seeds(entries: list[dict], kind: str, first_seed: int):
