@@ -10,7 +10,7 @@ from dataclasses import replace
 from functools import partial
 
 from pyspark.errors import PySparkException
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
 
 from . import errors, spark_errors
@@ -18,7 +18,7 @@ from .catalog.schema import Column, Schema, history_entry
 from .catalog.state import SegmentKind, TableState
 from .catalog.tombstones import first_written_in
 from .operations import ObjectKind, Op
-from .storage.difference import NEW, OLD, SIDE, counted_changes, difference, differs
+from .storage.difference import NEW, OLD, SIDE, change_counts, difference, differs, observed_changes
 from .storage.layout import SEGMENT_COLUMN
 from .storage.reader import PREV_FILE, PREV_POS, ROW_FILE, ROW_POS, quote
 from .storage.writer import side_by_side
@@ -73,8 +73,7 @@ class RowWrites:
 
     def _check_rows(self, name: str, state: TableState, schema: Schema, rows: DataFrame, key: list[str],
                     key_word: str, against_table: bool, key_checked: bool = False) -> None:
-        checked = {k.lower() for k in key} if key_checked else set()
-        required = [quote(c.name) for c in schema.columns if not c.nullable and c.name.lower() not in checked]
+        required = [quote(c.name) for c in _required_columns(schema, key, key_checked)]
         null_flag = F.expr(" OR ".join(f"{c} IS NULL" for c in required)) if required else None
         if key and not key_checked:
             # One aggregation answers both questions: the worst offending key, NULLs first (deterministic
@@ -192,7 +191,7 @@ class RowWrites:
             # Only the keys it writes: their current rows, compared by value with the new ones.
             matched = (self.reader.read(state, with_row_ids=True)
                        .join(written.select(*[quote(k) for k in resolved]), resolved, "left_semi"))
-            changed = self._write_difference(state, matched, written, staged, seq)
+            changed = self._write_difference(state, matched, written, seq, staged)
             if changed is None:  # values that cannot be compared: every matched row is replaced
                 changed = staged, self._discarding(staged, lambda: self._tombstone(name, state, matched, seq))
             segments, tombstone = changed
@@ -215,43 +214,44 @@ class RowWrites:
             self.lakehouse.writer.discard_segments(staged)
             raise
 
-    def _write_difference(self, state: TableState, old: DataFrame, written: DataFrame, staged: list, seq: int):
-        """Stage only what replacing `old` (rows with ids) by `written` (the rows of the `staged` segments)
-        changes: a tombstone of the old rows without an identical new row, a segment of the new rows without
-        an identical old row (the staged segments themselves when every new row is one). Rows both hold stay
-        as they are: no tombstone, no new row, no change in the feed. Returns (segments, tombstone or None),
-        or None, with nothing staged, when the rows cannot be compared by value."""
+    def _write_difference(self, state: TableState, old: DataFrame, new: DataFrame, seq: int, staged: list = ()):
+        """Stage only what replacing `old` (rows with ids) by `new` (conformed rows) changes: a tombstone of
+        the old rows without an identical new row, a segment of the new rows without an identical old row.
+        Rows both hold stay as they are: no tombstone, no new row, no change in the feed. `staged`: segments
+        already holding `new`'s rows, kept when every new row is added and discarded otherwise. Returns
+        (segments, tombstone or None), or None, with nothing staged, when the rows cannot be compared by
+        value."""
         schema = self._schema(state)
         writer, fault = self.lakehouse.writer, self.lakehouse.fault
 
         def stage():
-            changed = difference(old, written, [c.name for c in schema.columns])
+            changed = difference(old, new, [c.name for c in schema.columns])
             if changed is None:
                 return None
-            changed = changed.cache()  # change-sized, read by both writes; filled by the job that counts it
+            # Change-sized and read by both writes: the tombstone's write computes it, fills the cache and
+            # counts it (observed metrics); the segment's write reads the cache.
+            changed = changed.cache()
             try:
-                summary, added = counted_changes(changed)
-                keep_staged = added and added == writer.row_count(staged)  # every new row is added
-                writes = {}
-                if summary.rows:
-                    writes["tombstone"] = partial(writer.write_tombstone, state, schema,
-                                                  changed.filter(F.col(SIDE) == OLD), seq, fault=fault, summary=summary)
-                if added and not keep_staged:
-                    new_rows = changed.filter(F.col(SIDE) == NEW).select(*[quote(c.name) for c in schema.columns])
-                    writes["segments"] = partial(writer.write_segments, state, schema, new_rows, seq,
-                                                 SegmentKind.DATA, fault=fault)
-                done = side_by_side(writes)
-                tombstone = done.get("tombstone")
+                observed = Observation()
+                tombstone = writer.write_tombstone(
+                    state, schema, changed.observe(observed, *change_counts()).filter(F.col(SIDE) == OLD), seq,
+                    fault=fault, summary=lambda: observed_changes(observed)[0])
+                added = observed_changes(observed)[1]
                 if tombstone is not None:
                     self.ns.add_tombstone(tombstone)
-                if keep_staged:
-                    return staged, tombstone
-                writer.discard_segments(staged)
-                return done.get("segments", []), tombstone
+                if bool(staged) and added and added == writer.row_count(staged):  # every new row is added
+                    return list(staged), tombstone
+                segments = []
+                if added:
+                    new_rows = changed.filter(F.col(SIDE) == NEW).select(*[quote(c.name) for c in schema.columns])
+                    segments = writer.write_segments(state, schema, new_rows, seq, SegmentKind.DATA, fault=fault)
+                if staged:
+                    writer.discard_segments(staged)
+                return segments, tombstone
             finally:
                 changed.unpersist()
 
-        return self._discarding(staged, stage)
+        return self._discarding(list(staged), stage)
 
     def overwrite(self, name: str, df: DataFrame, partitions=None, key_checked: bool = False) -> None:
         """Replace the whole table, or only some partitions (a {column: [values]} mapping, or "dynamic":
@@ -266,12 +266,21 @@ class RowWrites:
     def _overwrite_whole(self, name: str, state: TableState, rows: DataFrame, key_checked: bool) -> None:
         """Replace every row, recorded as what the overwrite changed (SPEC 3.3, 4): a tombstone of the rows it
         removed and a segment of the rows it added, as multisets against the table it replaced. A rebuild that
-        reproduces most rows changes only the others."""
+        reproduces most rows changes only the others.
+
+        When the new rows need no check (no NOT NULL column, no key or one the caller checked), as a dbt
+        table model's rebuild, the query's rows go straight into the comparison, unstaged: the job that
+        compares them also computes them, and only the difference is written."""
         seq = self._seq()
+        if state.segments and not self._needs_row_checks(state, state.primary_key, key_checked):
+            changed = self._write_difference(state, self.reader.read(state, with_row_ids=True), rows, seq)
+            if changed is not None:
+                self._commit_overwrite(name, state, seq, *changed)
+                return
         staged, written = self._write_checked(name, state, rows, seq, SegmentKind.DATA, key=state.primary_key,
                                               key_checked=key_checked)
         if state.segments:
-            changed = self._write_difference(state, self.reader.read(state, with_row_ids=True), written, staged, seq)
+            changed = self._write_difference(state, self.reader.read(state, with_row_ids=True), written, seq, staged)
         else:  # an empty table: every new row is added
             changed = staged, None
         if changed is None:  # values that cannot be compared: the new rows replace the table's segments
@@ -281,6 +290,11 @@ class RowWrites:
                          segments_removed=list(state.segments), tombstones_removed=list(state.tombstones))
             return
         self._commit_overwrite(name, state, seq, *changed)
+
+    def _needs_row_checks(self, state: TableState, key, key_checked: bool) -> bool:
+        """Whether new rows must be checked (_check_rows) before they are staged: a NOT NULL column or a key
+        the caller has not checked."""
+        return bool(_required_columns(self._schema(state), key, key_checked)) or bool(key) and not key_checked
 
     def _commit_overwrite(self, name: str, state: TableState, seq: int, segments: list, tombstone, **detail) -> None:
         """Add an overwrite's difference (new segments, a tombstone of removed rows) to the table; nothing
@@ -334,7 +348,7 @@ class RowWrites:
         if mixed:
             old = old.unionByName(self.reader.read(state.evolve(segments=tuple(s.id for s in mixed)),
                                                    with_row_ids=True).filter(_in_partitions(columns, wanted)))
-        changed = self._write_difference(state, old, written, staged, seq) if inside or mixed else (staged, None)
+        changed = self._write_difference(state, old, written, seq, staged) if inside or mixed else (staged, None)
         if changed is None:  # values that cannot be compared: the old rows are deleted, the new ones added
             changed = staged, self._discarding(staged, lambda: self._tombstone(name, state, old, seq))
         self._commit_overwrite(name, state, seq, *changed, partitions=[list(w) for w in wanted],
@@ -395,6 +409,12 @@ class RowWrites:
         self.ns.add_schema(wide, state.id)
         history = state.schema_history + (history_entry(wide.id, self._seq(), visible=False),)
         return state.evolve(schema_id=wide.id, schema_history=history)
+
+
+def _required_columns(schema: Schema, key, key_checked: bool) -> list[Column]:
+    """The NOT NULL columns whose values a write checks (a key the caller checked aside)."""
+    checked = {k.lower() for k in key} if key_checked else set()
+    return [c for c in schema.columns if not c.nullable and c.name.lower() not in checked]
 
 
 def _partition_value(values: dict, columns: list[str]) -> tuple:

@@ -122,13 +122,11 @@ def change_counts() -> list[Column]:
             F.collect_set(F.when(old, F.col(ROW_FILE))).alias("files")]
 
 
-def counted_changes(changed: DataFrame) -> tuple[TombstoneSummary, int]:
-    """(the removed rows' tombstone summary, the number of added rows) of a difference that the caller has
-    cached: one aggregation job computes the difference, fills the cache (the writes then read it) and
-    returns the counts. Observed metrics would ride on a checkpoint's job instead, but a Spark Connect
-    server does not return them for a checkpoint, which then cost a second job."""
-    metrics = (changed.agg(*change_counts()).collect() or [None])[0]
-    metrics = metrics.asDict() if metrics is not None else {}
+def observed_changes(observed) -> tuple[TombstoneSummary, int]:
+    """(the removed rows' tombstone summary, the number of added rows) from an Observation of
+    `change_counts()` on a difference, once an action (the tombstone's write) has computed it. Spark Connect
+    returns observed metrics of a write, not of a checkpoint: the metrics ride on a write."""
+    metrics = observed.get
     summary = TombstoneSummary(int(metrics.get("removed") or 0), frozenset(metrics.get("segments") or ()),
                                frozenset(metrics.get("files") or ()))
     return summary, int(metrics.get("added") or 0)

@@ -70,8 +70,10 @@ class SegmentWriter:
 
     def write_tombstone(self, table: TableState, schema: Schema, doomed: DataFrame, seq: int,
                         fault=None, summary: TombstoneSummary | None = None) -> TombstoneInfo | None:
-        """Write the rows `doomed` (with row ids) as a tombstone; None when nothing matched."""
-        if summary is not None and summary.rows == 0:
+        """Write the rows `doomed` (with row ids) as a tombstone; None when nothing matched. `summary`: the
+        rows' summary if known before the write (nothing is written when it counts none), or a callable
+        that gives it after the write (metrics observed while writing)."""
+        if isinstance(summary, TombstoneSummary) and summary.rows == 0:
             return None
         relative = self.warehouse.new_tombstone_dir(table.id, seq)
         image = [F.col(f"`{c.name}`") for c in schema.columns]
@@ -80,6 +82,8 @@ class SegmentWriter:
         rows.write.mode("error").parquet(self.warehouse.uri(relative))
         if fault:
             fault("write.after_files")
+        if callable(summary):
+            summary = summary()
         if summary is None:
             # One small row per touched data file: metadata, not table data. The schema is known, so
             # reading it back needs no inference job.
