@@ -27,7 +27,7 @@ ratios are. `--baseline REV` adds a third side, branchspark as it was at git rev
 from a `git archive` of REV, put first on the import path of that side's worker), with the same project
 copy and profile: the ratio branchspark / branchspark@REV says whether a change made runs slower,
 measured side by side in the same run. `--per-node` adds each node's execution_time (dbt's run_results.json) and the number of
-Spark jobs each command starts, to see where a difference comes from.
+Spark jobs each command and each node starts, to see where a difference comes from.
 
 Differences between the two copies of the project (the models' SQL is the same):
 - dbt-spark copy: `+file_format: parquet` for models, seeds and snapshots in dbt_project.yml
@@ -182,7 +182,19 @@ def worker(conn, side: str, side_dir: str, project: str, log_path: str, package_
         dbt.include.__path__.insert(0, os.path.join(package_root, "dbt", "include"))
     from dbt.cli.main import dbtRunner
 
-    runner = dbtRunner()
+    node_jobs, jobs_at_start = {}, {}
+
+    def count_node_jobs(event) -> None:
+        """Spark jobs started between a node's NodeStart and NodeFinished events (threads: 1)."""
+        name = event.info.name
+        if name in ("NodeStart", "NodeFinished"):
+            node = event.data.node_info.unique_id
+            if name == "NodeStart":
+                jobs_at_start[node] = spark_jobs_so_far()
+            elif node in jobs_at_start:
+                node_jobs[node] = spark_jobs_so_far() - jobs_at_start.pop(node)
+
+    runner = dbtRunner(callbacks=[count_node_jobs])
     target = ["--target", "dev"]
 
     def dbt(*args: str, check: bool = True) -> None:
@@ -223,16 +235,18 @@ def worker(conn, side: str, side_dir: str, project: str, log_path: str, package_
 
     def cycle() -> dict:
         reset()
-        times, nodes, jobs = {}, {}, {}
+        times, nodes, jobs, per_node_jobs = {}, {}, {}, {}
         for command, args in (("dbt seed", ["seed"]), ("dbt run", ["run"]), ("dbt run (incremental)", ["run"])):
             if command == "dbt run (incremental)":
                 dbt("run-operation", "add_late_orders", *target)
+            node_jobs.clear()
             jobs_before, start = spark_jobs_so_far(), time.perf_counter()
             dbt(*args, *SELECT, *target)
             times[command] = time.perf_counter() - start
             jobs[command] = spark_jobs_so_far() - jobs_before
             nodes.update(node_times(command))
-        return {"times": times, "nodes": nodes, "jobs": jobs}
+            per_node_jobs.update({f"{node} ({command})": n for node, n in node_jobs.items()})
+        return {"times": times, "nodes": nodes, "jobs": jobs, "node_jobs": per_node_jobs}
 
     while True:
         message = conn.recv()
@@ -353,6 +367,9 @@ def main() -> None:
         short = {"branchspark": "bs", "dbt-spark": "ds"}
         node_rows = [(f"{key} {short.get(side, side)}", median(side, key, "nodes")) for key in keys for side in sides]
         report("per node, dbt's execution_time (bs = branchspark, ds = dbt-spark)", node_rows, [])
+        print("  Spark jobs per node (median): " + "; ".join(
+            f"{key} " + " ".join(f"{short.get(side, side)} {median(side, key, 'node_jobs'):.0f}" for side in sides)
+            for key in keys))
         print("  Spark jobs per command (median): " + "; ".join(
             f"{command} " + " ".join(f"{side} {median(side, command, 'jobs'):.0f}" for side in sides)
             for command in TIMED))
