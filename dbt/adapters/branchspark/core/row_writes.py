@@ -7,7 +7,6 @@ from __future__ import annotations
 import itertools
 import uuid
 from dataclasses import replace
-from functools import partial
 
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, Observation
@@ -21,7 +20,6 @@ from .operations import ObjectKind, Op
 from .storage.difference import NEW, OLD, SIDE, change_counts, difference, differs, observed_changes
 from .storage.layout import SEGMENT_COLUMN
 from .storage.reader import PREV_FILE, PREV_POS, ROW_FILE, ROW_POS, quote
-from .storage.writer import side_by_side
 
 
 class RowWrites:

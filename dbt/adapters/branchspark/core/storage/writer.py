@@ -69,7 +69,8 @@ class SegmentWriter:
             self.warehouse.delete_dir(root)
 
     def write_tombstone(self, table: TableState, schema: Schema, doomed: DataFrame, seq: int,
-                        fault=None, summary: TombstoneSummary | None = None) -> TombstoneInfo | None:
+                        fault=None, summary: TombstoneSummary | Callable[[], TombstoneSummary] | None = None
+                        ) -> TombstoneInfo | None:
         """Write the rows `doomed` (with row ids) as a tombstone; None when nothing matched. `summary`: the
         rows' summary if known before the write (nothing is written when it counts none), or a callable
         that gives it after the write (metrics observed while writing)."""
