@@ -7,6 +7,7 @@ import json
 import os
 import re
 import subprocess
+import time
 
 import pytest
 from pyspark.sql import Row
@@ -172,6 +173,28 @@ def test_time_travel_by_snapshot_id_and_timestamp(lake):
             assert _rows(ducked.fetchall()) == expected, (name, commit, "duckdb")
         first = snapshots[0]
         assert table.snapshot_as_of_timestamp(first.timestamp_ms).snapshot_id == first.snapshot_id
+
+
+def test_duckdb_keeping_a_loaded_table_reads_the_branch_then_its_new_head(lake):
+    """README's tip for dashboards: attached with MAX_TABLE_STALENESS, DuckDB asks loadTable only once the time
+    has passed; it reads the branch's rows, and after a new commit and that time, the new head's."""
+    lh = lake["lh"]
+    lh.create_branch("kept")
+    try:
+        con = duckdb_connection()
+        con.execute(f"ATTACH 'kept' AS kept (TYPE iceberg, ENDPOINT '{lake['url']}', AUTHORIZATION_TYPE 'none', "
+                    f"MAX_TABLE_STALENESS '1 second')")
+
+        def read():
+            return _arrow_rows(con.execute("SELECT * FROM kept.shop.plain").to_arrow_table())
+
+        assert read() == _rows(lh.read("shop.plain", at="kept").collect(), spark=True)
+        lh.branch("kept").insert("shop.plain", lh.spark.createDataFrame([(500, "kept")], "id int, name string"))
+        time.sleep(1.5)
+        expected = _rows(lh.read("shop.plain", at="kept").collect(), spark=True)
+        assert (500, "kept") in expected and read() == expected
+    finally:
+        lh.drop_branch("kept", force=True)
 
 
 def test_column_default_older_rows_what_each_client_reads(lake):

@@ -9,7 +9,7 @@ after branch relations named `schema.table` are rewritten to their temp views.
 
 import re
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
 from pyspark.sql import DataFrame, SparkSession
 
@@ -110,6 +110,12 @@ class StatementRouter:
             return None
         return core_table_name(schema, table)
 
+    def _on_branch_relation(self, statement: str, *patterns: re.Pattern) -> Tuple[Optional[re.Match], Optional[str]]:
+        """The match of the first of `patterns` that matches `statement`, and the branch table it names; the
+        name is None when nothing matched or the statement names no branch relation (a session temp view)."""
+        m = next((found for found in (p.match(statement) for p in patterns) if found), None)
+        return m, (self._branch_name(m["name"]) if m else None)
+
     # -- databases ------------------------------------------------------------------------
     def _schema_ddl(self, statement: str) -> Optional[RoutedResult]:
         m = _CREATE_SCHEMA.match(statement)
@@ -131,11 +137,8 @@ class StatementRouter:
 
     # -- views ----------------------------------------------------------------------------
     def _view_ddl(self, statement: str) -> Optional[RoutedResult]:
-        m = _CREATE_VIEW.match(statement)
-        if not m or m["temp"]:
-            return None
-        name = self._branch_name(m["name"])
-        if name is None:
+        m, name = self._on_branch_relation(statement, _CREATE_VIEW)
+        if name is None or m["temp"]:
             return None
         rest = m["rest"]
         as_at = find_top_level_keyword(rest, "as")
@@ -150,10 +153,7 @@ class StatementRouter:
 
     # -- tables ---------------------------------------------------------------------------
     def _table_ddl(self, statement: str) -> Optional[RoutedResult]:
-        m = _CREATE_TABLE.match(statement) or _REPLACE_TABLE.match(statement)
-        if not m:
-            return None
-        name = self._branch_name(m["name"])
+        m, name = self._on_branch_relation(statement, _CREATE_TABLE, _REPLACE_TABLE)
         if name is None:
             return None
         rest = m["rest"].strip()
@@ -183,10 +183,7 @@ class StatementRouter:
         return RoutedResult(message="CREATE TABLE")
 
     def _drop_relation(self, statement: str) -> Optional[RoutedResult]:
-        m = _DROP_RELATION.match(statement)
-        if not m:
-            return None
-        name = self._branch_name(m["name"])
+        m, name = self._on_branch_relation(statement, _DROP_RELATION)
         if name is None:
             return None
         with self.write(f"drop {name}") as w:
@@ -196,10 +193,7 @@ class StatementRouter:
 
     # -- DML ------------------------------------------------------------------------------
     def _insert(self, statement: str) -> Optional[RoutedResult]:
-        m = _INSERT.match(statement)
-        if not m:
-            return None
-        name = self._branch_name(m["name"])
+        m, name = self._on_branch_relation(statement, _INSERT)
         if name is None:
             return None
         rest = m["rest"]
@@ -262,10 +256,7 @@ class StatementRouter:
         return RoutedResult(message="UPDATE")
 
     def _delete(self, statement: str) -> Optional[RoutedResult]:
-        m = _DELETE.match(statement) or _TRUNCATE.match(statement)
-        if not m:
-            return None
-        name = self._branch_name(m["name"])
+        m, name = self._on_branch_relation(statement, _DELETE, _TRUNCATE)
         if name is None:
             return None
         predicate = (m.groupdict().get("where") or "true").strip()
@@ -276,10 +267,7 @@ class StatementRouter:
         return RoutedResult(message="DELETE")
 
     def _alter(self, statement: str) -> Optional[RoutedResult]:
-        m = _ALTER.match(statement)
-        if not m:
-            return None
-        name = self._branch_name(m["name"])
+        m, name = self._on_branch_relation(statement, _ALTER)
         if name is None:
             return None
         rest = m["rest"].strip()
@@ -320,8 +308,8 @@ class StatementRouter:
         return RoutedResult(message="ALTER")
 
     def _merge(self, statement: str) -> Optional[RoutedResult]:
-        m = _MERGE.match(statement)
-        if not m or self._branch_name(m["name"]) is None:
+        m, name = self._on_branch_relation(statement, _MERGE)
+        if name is None:
             return None
         raise ValueError(
             f"MERGE INTO {m['name']}: write merges with an incremental model "
