@@ -73,8 +73,7 @@ def main() -> None:
         duckdb_attach(con, url, "main", "lake")
         # The same catalog attached with DuckDB's MAX_TABLE_STALENESS: DuckDB keeps a loaded table for that long
         # instead of asking loadTable before every query (a dashboard's choice: it may read a head a minute old).
-        con.execute(f"ATTACH 'main' AS lake_kept (TYPE iceberg, ENDPOINT '{url}', AUTHORIZATION_TYPE 'none', "
-                    f"MAX_TABLE_STALENESS '1 minute')")
+        duckdb_attach(con, url, "main", "lake_kept", max_staleness="1 minute")
         aggregate = "SELECT count(*), sum(id), sum(v), count(DISTINCT s) FROM {}"
         served_rows = con.execute(aggregate.format("lake.b.big")).fetchone()
         plain_rows = con.execute(aggregate.format(f"read_parquet('{plain}/*.parquet')")).fetchone()

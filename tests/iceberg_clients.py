@@ -57,13 +57,17 @@ def duckdb_connection() -> duckdb.DuckDBPyConnection:
     return con
 
 
-def duckdb_attach(con, url: str, warehouse: str, alias: str, token: str | None = None) -> None:
+def duckdb_attach(con, url: str, warehouse: str, alias: str, token: str | None = None,
+                  max_staleness: str | None = None) -> None:
+    """`max_staleness` (an interval, '1 minute'): DuckDB keeps a loaded table that long instead of asking
+    loadTable before every query."""
     if token:
         con.execute(f"CREATE OR REPLACE SECRET {alias}_secret (TYPE iceberg, TOKEN '{token}')")
         auth = f"SECRET {alias}_secret"
     else:
         auth = "AUTHORIZATION_TYPE 'none'"
-    con.execute(f"ATTACH '{warehouse}' AS {alias} (TYPE iceberg, ENDPOINT '{url}', {auth})")
+    kept = f", MAX_TABLE_STALENESS '{max_staleness}'" if max_staleness else ""
+    con.execute(f"ATTACH '{warehouse}' AS {alias} (TYPE iceberg, ENDPOINT '{url}', {auth}{kept})")
 
 
 def get(url: str, path: str, token: str | None = None, method: str = "GET", **params) -> requests.Response:

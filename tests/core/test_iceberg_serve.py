@@ -182,8 +182,7 @@ def test_duckdb_keeping_a_loaded_table_reads_the_branch_then_its_new_head(lake):
     lh.create_branch("kept")
     try:
         con = duckdb_connection()
-        con.execute(f"ATTACH 'kept' AS kept (TYPE iceberg, ENDPOINT '{lake['url']}', AUTHORIZATION_TYPE 'none', "
-                    f"MAX_TABLE_STALENESS '1 second')")
+        duckdb_attach(con, lake["url"], "kept", "kept", max_staleness="1 second")
 
         def read():
             return _arrow_rows(con.execute("SELECT * FROM kept.shop.plain").to_arrow_table())
