@@ -20,6 +20,8 @@ case "${1:-}" in
   start)
     mkdir -p "$STATE"
     if port_open; then echo "connect server: port $PORT already in use" >&2; exit 1; fi
+    # branchspark's local file system (no chmod process per directory a write makes) when its jar is built
+    mapfile -t LOCAL_FILES < <("$VENV/bin/python" -m dbt.adapters.branchspark.core.storage.local_files "local[2]")
     "$SPARK_HOME/sbin/start-connect-server.sh" \
       --master "local[2]" --driver-memory "${BRANCHSPARK_CONNECT_MEMORY:-3g}" \
       --conf spark.connect.grpc.binding.address=127.0.0.1 \
@@ -29,7 +31,7 @@ case "${1:-}" in
       --conf spark.ui.enabled=false \
       --conf spark.sql.shuffle.partitions=2 \
       --conf spark.default.parallelism=2 \
-      --conf "spark.driver.extraJavaOptions=-Dderby.system.home=$STATE" >"$STATE/start.log" 2>&1 \
+      --conf "spark.driver.extraJavaOptions=-Dderby.system.home=$STATE" "${LOCAL_FILES[@]}" >"$STATE/start.log" 2>&1 \
       || { cat "$STATE/start.log" >&2; exit 1; }
     for _ in $(seq 1 120); do
       if port_open; then echo "connect server: listening on sc://127.0.0.1:$PORT (logs in $STATE)"; exit 0; fi

@@ -21,7 +21,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql.connect.shell import PROGRESS_BAR_ENABLED
 
 from .connect import is_connect
-from .storage import deletion_vectors
+from .storage import deletion_vectors, local_files
 
 # No Hive: branchspark never writes to Spark's catalog, which only holds temp views.
 DEFAULTS = {
@@ -83,9 +83,11 @@ def _in_process(master: str | None, config: dict[str, str]) -> SparkSession:
         # a local driver needs no outside address (and skips a slow hostname lookup)
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     # Static settings take effect on a new JVM only: with them, tombstones are tested by a compiled
-    # expression (an existing session keeps what it has, and the reader registers a UDF instead).
+    # expression (an existing session keeps what it has, and the reader registers a UDF instead), and a
+    # local master's writes set permissions without a chmod process each (storage/local_files.py).
+    settings = local_files.session_config(deletion_vectors.session_config(settings), settings["spark.master"])
     builder = SparkSession.builder
-    for key, value in deletion_vectors.session_config(settings).items():
+    for key, value in settings.items():
         builder = builder.config(key, str(value))
     session = builder.getOrCreate()
     quiet(session)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pyspark
 
-from ..core.storage import deletion_vectors
+from ..core.storage import deletion_vectors, local_files
 from .lifecycle import CONNECT_SERVER_CLASS, client_identity, probe
 from .state import EngineHome, EngineState, warmup_wanted
 
@@ -47,6 +47,7 @@ def server_command(home: EngineHome, port: int, memory: str, master: str) -> lis
         "spark.scheduler.mode": "FAIR",
     }
     conf = deletion_vectors.session_config(conf)  # branchspark's jar and session extension
+    conf = local_files.session_config(conf, master)  # and its local file system, which forks no chmod
     command = [str(spark_home / "bin" / "spark-submit"), "--class", CONNECT_SERVER_CLASS,
                "--name", "branchspark-engine", "--master", master, "--driver-memory", memory]
     for key, value in conf.items():

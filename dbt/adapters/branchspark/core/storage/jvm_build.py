@@ -1,4 +1,5 @@
-"""Builds branchspark's jar (deletion vectors, `jvm/*.java`) when the package is installed or built.
+"""Builds branchspark's jar (deletion vectors and a local file system, `jvm/*.java`) when the package is
+installed or built.
 
 The jar is compiled with the JDK's `javac` against the installed pyspark's jars, so it matches that Spark
 exactly, and it is placed beside its sources as `jvm/branchspark-spark<version>.jar`, where
