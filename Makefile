@@ -11,8 +11,8 @@ $(VENV)/.installed: setup.py
 	$(PY) -m pip install --quiet -e ".[test]"
 	touch $@
 
-# The deletion-vector jar, compiled against the installed pyspark when its sources change (never at run
-# time); without a JDK the build says so and reads apply tombstones by a join.
+# branchspark's jar (deletion vectors, a local file system), compiled against the installed pyspark when
+# its sources change (never at run time); without a JDK the build says so and reads apply tombstones by a join.
 JVM_DIR := dbt/adapters/branchspark/core/storage/jvm
 JAR_STAMP := $(JVM_DIR)/.built
 $(JAR_STAMP): $(VENV)/.installed $(wildcard $(JVM_DIR)/*.java)

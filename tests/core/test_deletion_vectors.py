@@ -191,7 +191,9 @@ def test_the_jar_is_built_at_install_for_the_installed_spark_and_never_at_run_ti
     built = jvm_build.build(tmp_path)
     assert built == tmp_path / f"branchspark-spark{pyspark.__version__}.jar"
     assert {"branchspark/DeletedRow.class", "branchspark/DeletedRowExpression.class", "branchspark/Extensions.class",
-            "branchspark/SegmentParquetFormat.class", "branchspark/LiveRows.class"} <= set(zipfile.ZipFile(built).namelist())
+            "branchspark/SegmentParquetFormat.class", "branchspark/LiveRows.class",
+            "branchspark/PosixLocalFileSystem.class", "branchspark/PosixLocalFileSystem$Raw.class"
+            } <= set(zipfile.ZipFile(built).namelist())
     assert deletion_vectors.jar_path() == str(jvm_build.SOURCES / built.name)  # what make install built
 
     monkeypatch.setattr(jvm_build, "SOURCES", tmp_path / "elsewhere")

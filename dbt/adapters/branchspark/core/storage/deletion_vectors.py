@@ -155,8 +155,9 @@ def jar_path() -> str | None:
     jar = jvm_build.SOURCES / jvm_build.jar_name(pyspark.__version__)
     if jar.is_file():
         return str(jar)
-    log.warning("branchspark: %s is not built, so tombstones are applied by a join (slower); build it with a "
-                "JDK 17: %s -m %s", jar.name, sys.executable, jvm_build.__name__)
+    log.warning("branchspark: %s is not built, so tombstones are applied by a join and local writes start a "
+                "chmod process per directory (both slower); build it with a JDK 17: %s -m %s", jar.name,
+                sys.executable, jvm_build.__name__)
     return None
 
 

@@ -67,8 +67,9 @@ def main() -> int:
         print(f"branchspark: built {build()}")
         return 0
     except (RuntimeError, OSError, subprocess.CalledProcessError) as error:
-        print(f"branchspark: the deletion-vector jar was not built ({error}); reads will apply tombstones "
-              f"by a join, which is slower. Install a JDK 17 and run: {sys.executable} -m {__spec__.name}",
+        print(f"branchspark: its jar was not built ({error}); reads will apply tombstones by a join and local "
+              f"writes start a chmod process per directory, which is slower. Install a JDK 17 and run: "
+              f"{sys.executable} -m {__spec__.name}",
               file=sys.stderr)
         return 1
 
