@@ -52,7 +52,8 @@ def test_the_test_session_writes_local_files_through_our_file_system(spark, file
 
 @pytest.mark.parametrize("mode", [0o755, 0o750, 0o700, 0o644, 0o600, 0o777, 0o000, 0o1777])
 def test_permissions_are_set_as_hadoops_chmod_sets_them(tmp_path, file_systems, mode):
-    """Every bit pattern, ours against Hadoop's own (which starts chmod); the sticky bit takes Hadoop's way."""
+    """Usual modes and the edges, ours against Hadoop's own (which starts chmod); the sticky bit takes
+    Hadoop's way."""
     jvm, ours, hadoops = file_systems
     for name in ("ours", "hadoops"):
         (tmp_path / name).mkdir()

@@ -2,7 +2,7 @@
 
 pyspark ships no Hadoop native library, so Hadoop's local file system sets each permission by starting
 `chmod` as a process (a fork of the whole JVM): one for every directory a write makes, about 4 ms each
-here, which made a small Parquet write a third slower (`bench/local_writes.py` measures both side by
+here, a fifth to a third of a small Parquet write's time (`bench/local_writes.py` measures both side by
 side). `branchspark.PosixLocalFileSystem` (jvm/PosixLocalFileSystem.java) sets the same bits through
 java.nio; everything else, checksum files included, is Hadoop's own.
 

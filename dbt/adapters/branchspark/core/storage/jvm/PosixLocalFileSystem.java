@@ -15,8 +15,8 @@ import org.apache.hadoop.fs.permission.FsPermission;
 /**
  * fs.file.impl=branchspark.PosixLocalFileSystem: Hadoop's local file system, with permissions set through
  * java.nio. Without Hadoop's native library (pyspark ships none) Hadoop starts a `chmod` process for every
- * permission it sets, one per directory a write makes: about 4 ms each, a third of a small Parquet write's
- * time (local_files.py). Everything else, checksum files included, is Hadoop's own.
+ * permission it sets, one per directory a write makes: about 4 ms each, a fifth to a third of a small
+ * Parquet write's time (local_files.py). Everything else, checksum files included, is Hadoop's own.
  */
 public final class PosixLocalFileSystem extends LocalFileSystem {
   public PosixLocalFileSystem() {
