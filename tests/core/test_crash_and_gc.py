@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -33,7 +34,33 @@ def writer_command(warehouse, catalog_url, *args, fault=None):
 
 def run_process(warehouse, catalog_url, *args, fault=None):
     command, env = writer_command(warehouse, catalog_url, *args, fault=fault)
-    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    env[WRITER_MARK] = marker = uuid.uuid4().hex
+    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    wait_for_leftovers(marker)
+    return result
+
+
+WRITER_MARK = "BRANCHSPARK_TEST_WRITER"
+
+
+def wait_for_leftovers(marker: str, timeout: float = 60) -> None:
+    """A writer killed by SIGKILL leaves its Spark JVM behind for a moment: it sees the writer gone, then its
+    shutdown aborts the jobs in flight, deleting their `_temporary` directories while a test lists the
+    warehouse. Wait until no process carries the writer's mark in its environment (Linux's /proc)."""
+    needle = f"{WRITER_MARK}={marker}".encode()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        alive = False
+        for entry in Path("/proc").glob("[0-9]*"):
+            try:
+                alive = needle in (entry / "environ").read_bytes()
+            except OSError:  # gone, or not ours to read
+                continue
+            if alive:
+                break
+        if not alive:
+            return
+        time.sleep(0.1)
 
 
 def run_writer(warehouse, catalog_url, branch, table, first_id, fault=None, action="insert"):
