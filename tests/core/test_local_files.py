@@ -46,7 +46,7 @@ def file_systems(spark):
 
 
 def test_the_test_session_writes_local_files_through_our_file_system(spark, file_systems):
-    jvm, ours, _ = file_systems
+    _, ours, _ = file_systems
     assert ours.getClass().getName() == local_files.FILE_SYSTEM
 
 
