@@ -208,6 +208,21 @@ def test_a_keyed_merge_into_a_compacted_branch_reports_the_rows_it_replaced(lh, 
     assert merged_changes(lh, keyed, "dev") == [("delete", 1, 10.0), ("insert", 10, 100.0)]
 
 
+def test_a_keyless_merge_into_a_compacted_branch_reports_the_rows_it_replaced(lh, spark, orders):
+    """dev updated rows 1 and 2 and compacted; main compacted, then deleted row 1; merged with theirs. Row 2
+    lives on main only in its compaction, which dev's tombstone does not name: the merge commit's delete of
+    main's row 2 is still reported (found by the engine-against-model test, 2026-11-27)."""
+    lh.create_branch("dev")
+    dev = lh.branch("dev")
+    dev.update(orders, "id <= 2", {"amount": "amount + 1"})
+    dev.compact(orders)
+    main = lh.branch("main")
+    main.compact(orders)
+    main.delete(orders, "id = 1")
+    assert sorted(merged_changes(lh, orders, "dev", on_conflict="theirs")) == [
+        ("delete", 2, 20.0), ("insert", 1, 11.0), ("insert", 2, 21.0)]
+
+
 # ---------------------------------------------------------------- schema and table life
 def test_schema_changes_in_the_range_project_onto_the_schema_at_to(lh, spark, orders):
     start = head(lh)

@@ -206,3 +206,19 @@ A4_MATCHES_WHOLE_ROWS_NOT_THE_MERGED_COLUMNS = Case(
 def test_a4_drops_the_updates_of_the_whole_rows_dest_rebuilt_away(spark):
     problems = run_batch(spark, [A4_MATCHES_WHOLE_ROWS_NOT_THE_MERGED_COLUMNS], merge_back=True)
     assert not problems, "\n".join(problems)
+
+
+# Found by a derandomized run of other batches (2026-11-27, keyless): src updated both base rows and compacted;
+# dest compacted, then deleted one of them; settled by theirs. The merge's rows were right, but its commit's
+# changes lacked the delete of dest's other row: src's tombstone names the base segment, and dest held that row
+# only in its compaction.
+TOMBSTONE_OF_A_SEGMENT_DEST_COMPACTED = Case(
+    keyed=False, base=[(4, 0, 3, 2), (7, 2, 3, 1)], base_later=[],
+    src=[("update", (3, ">=", 1), 0, ("const", 1)), ("compact",), ("update", (2, ">=", 0), 0, ("const", 1))],
+    dest=[("compact",), ("delete", (2, "=", 0))],
+    mode="theirs")
+
+
+def test_a_merge_commit_lists_the_delete_of_a_row_dest_holds_in_its_compaction(spark):
+    problems = run_batch(spark, [TOMBSTONE_OF_A_SEGMENT_DEST_COMPACTED], merge_back=True)
+    assert not problems, "\n".join(problems)

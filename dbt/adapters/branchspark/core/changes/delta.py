@@ -168,22 +168,38 @@ class DeltaReader:
     def _tombstoned_rows(self, holder: TableState, tombstone_ids: list[str], shared: list[str],
                          still_deleted_in: TableState, by_identity: bool = True) -> DataFrame | None:
         """Images of rows that `tombstone_ids` delete, for rows in a `shared` segment that
-        `still_deleted_in` does not delete itself."""
+        `still_deleted_in` does not delete itself.
+
+        A tombstone names the segment its rows sat in when it was written. Where that segment is not shared
+        (a merge brought the tombstone onto a branch that has since compacted those rows), its rows are
+        found by identity in the shared segments that store identities, as the reader applies it."""
         tombstones = self.lookup.tombstone_infos(tombstone_ids)
         groups = {g for t in tombstones for g in t.target_segments}
-        located = [s for s in self.lookup.segment_infos(shared) if segment_group(s) in groups]
-        if not located:
+        shared_segments = self.lookup.segment_infos(shared)
+        located = [s for s in shared_segments if segment_group(s) in groups]
+        moved_to = []
+        if groups - {segment_group(s) for s in shared_segments}:
+            moved_to = [s for s in shared_segments if s.kind in STORED_IDENTITY_KINDS and s not in located]
+        if not located and not moved_to:
             return None
         images = self.reader.read_tombstones(holder, tombstones, self.target, with_image=True)
-        places = ", ".join(f"'{key}'" for key in sorted({_location_key(s) for s in located}))
-        images = images.where(f"{_LOCATION} IN ({places})")
+        parts = []
+        if located:
+            places = ", ".join(f"'{key}'" for key in sorted({_location_key(s) for s in located}))
+            parts.append(images.where(f"{_LOCATION} IN ({places})"))
+        if moved_to:
+            stored = self.reader.read(holder.evolve(segments=tuple(s.id for s in moved_to), tombstones=()),
+                                      with_row_ids=True)
+            parts.append(images.join(stored.select(*IDENTITY), list(IDENTITY), "left_semi"))
+        images = _union(parts)
+        located += moved_to
         files = {f for t in tombstones for f in t.target_files}
         others = self._tombstones_touching(still_deleted_in, located, files or None)
         if others:
             own_schema = self.lookup.schema(still_deleted_in.schema_id)
             already = self.reader.read_tombstones(still_deleted_in, others, own_schema).select(*IDENTITY)
             images = images.join(already, list(IDENTITY), "left_anti")
-        if len(tombstones) > 1 and by_identity:
+        if (len(tombstones) > 1 or len(parts) > 1) and by_identity:
             images = images.dropDuplicates(list(IDENTITY))
         images = self._with_dropped_values(holder, images, tombstones, located)
         return images.selectExpr(*[quote(c.name) for c in self.target.columns], *IDENTITY)
