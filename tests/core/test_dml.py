@@ -109,6 +109,27 @@ def test_primary_key_tables_refuse_duplicates_and_upsert(lh, spark):
     assert rows(lh.read("d.k")) == [(2, "BB"), (3, "C")]
 
 
+def test_a_keyed_insert_with_several_problems_reports_the_worst_and_writes_nothing(lh, spark):
+    """The key checks run as one query (row_writes._check_rows): a NULL key outranks a repeated key, which
+    outranks a key the table holds; whichever is reported, no file stays behind and the head does not move."""
+    b = lh.branch("main")
+    b.create_database("d")
+    b.create_table_as("d.k", spark.createDataFrame([(1, "a"), (2, "b")], "k bigint, v string"), primary_key=["k"])
+    head = lh.snapshot().commit_id
+    data_dir = lh.warehouse.data_dir(lh.snapshot().state("d.k").id)
+    files = sorted(p for p, _ in lh.warehouse.list_files(data_dir))
+    schema = "k bigint, v string"
+    with pytest.raises(errors.InvalidArgument, match="repeats primary key"):  # 2 is held, 3 repeated
+        b.insert("d.k", spark.createDataFrame([(2, "x"), (3, "x"), (3, "y")], schema))
+    with pytest.raises(errors.InvalidArgument, match="NULL in NOT NULL"):  # NULL key, 3 repeated, 2 held
+        b.insert("d.k", spark.createDataFrame([(None, "n"), (2, "x"), (3, "x"), (3, "y")], schema))
+    with pytest.raises(errors.InvalidArgument, match="already holds"):
+        b.insert("d.k", spark.createDataFrame([(4, "x"), (1, "y")], schema))
+    assert lh.snapshot().commit_id == head
+    assert sorted(p for p, _ in lh.warehouse.list_files(data_dir)) == files
+    assert rows(lh.read("d.k")) == [(1, "a"), (2, "b")]
+
+
 def test_compaction_keeps_rows_and_row_identity(lh, spark, orders):
     b = lh.branch("main")
     b.insert(orders, df(spark, [(6, 60.0)]))

@@ -4,6 +4,7 @@ before anything is staged in the catalog (a failed check leaves no version and d
 records what it changed: an overwrite or upsert only the rows that differ (SPEC 3.3, 4)."""
 from __future__ import annotations
 
+import functools
 import itertools
 import uuid
 from dataclasses import replace
@@ -20,6 +21,9 @@ from .operations import ObjectKind, Op
 from .storage.difference import NEW, OLD, SIDE, change_counts, difference, differs, observed_changes
 from .storage.layout import SEGMENT_COLUMN
 from .storage.reader import PREV_FILE, PREV_POS, ROW_FILE, ROW_POS, quote
+
+# what _check_rows finds, the worst (highest) reported
+_HELD, _REPEATS, _HAS_NULLS = 1, 2, 3
 
 
 class RowWrites:
@@ -71,34 +75,39 @@ class RowWrites:
 
     def _check_rows(self, name: str, state: TableState, schema: Schema, rows: DataFrame, key: list[str],
                     key_word: str, against_table: bool, key_checked: bool = False) -> None:
+        """NOT NULL columns, no repeated key and (against_table) no key the table holds, asked in one query:
+        each check yields the rank of the problem it finds (the worst one is reported), and the checks' stages
+        run side by side rather than one query after another."""
         required = [quote(c.name) for c in _required_columns(schema, key, key_checked)]
-        null_flag = F.expr(" OR ".join(f"{c} IS NULL" for c in required)) if required else None
+        null_flag = " OR ".join(f"{c} IS NULL" for c in required)
+        keys = [quote(k) for k in key]
+        found = []
         if key and not key_checked:
-            # One aggregation answers both questions: the worst offending key, NULLs first (deterministic
-            # whichever row offends). A top-1 needs no second shuffle.
-            per_key = rows.groupBy(*[quote(k) for k in key]).agg(
-                F.count(F.lit(1)).alias("_bs_n"),
-                (F.max(null_flag.cast("int")) if required else F.lit(0)).alias("_bs_nulls"))
-            worst = (per_key.filter((F.col("_bs_n") > 1) | (F.col("_bs_nulls") == 1))
-                     .orderBy(F.desc("_bs_nulls")).limit(1).collect())
-            has_nulls = bool(worst) and worst[0]["_bs_nulls"] == 1
-            repeats = bool(worst) and not has_nulls
-        else:
-            has_nulls = bool(required) and rows.filter(null_flag).limit(1).count() > 0
-            repeats = False
-        if has_nulls:
+            # one aggregation per key answers both: NULLs in the row of a key rank above a repeated key
+            nulls = f"max(CAST({null_flag} AS INT))" if required else "0"
+            found.append(rows.groupBy(*keys).agg(F.expr("count(1) AS _bs_n"), F.expr(f"{nulls} AS _bs_nulls"))
+                         .where("_bs_n > 1 OR _bs_nulls = 1")
+                         .selectExpr(f"IF(_bs_nulls = 1, {_HAS_NULLS}, {_REPEATS}) AS _bs_problem"))
+        elif required:
+            found.append(rows.where(null_flag).selectExpr(f"{_HAS_NULLS} AS _bs_problem"))
+        if against_table and key and state.segments:
+            existing = self.reader.read(state).select(*keys)
+            found.append(rows.select(*keys).join(existing, list(key), "left_semi")
+                         .selectExpr(f"{_HELD} AS _bs_problem"))
+        if not found:
+            return
+        problems = functools.reduce(lambda a, b: a.unionAll(b), found)
+        worst = next(iter(problems.orderBy(F.desc("_bs_problem")).limit(1).collect()), [None])[0]
+        if worst == _HAS_NULLS:
             raise errors.InvalidArgument(f"the data has NULL in NOT NULL column(s) "
                                          f"{[c.name for c in schema.columns if not c.nullable]} of '{name}': "
                                          f"nothing was written")
-        if repeats:
+        if worst == _REPEATS:
             raise errors.InvalidArgument(f"the data repeats {key_word} {key} values of '{name}': each key may "
                                          f"appear once; nothing was written")
-        if against_table and key and state.segments:
-            keys = [quote(k) for k in key]
-            existing = self.reader.read(state).select(*keys)
-            if rows.select(*keys).join(existing, list(key), "left_semi").limit(1).count():
-                raise errors.InvalidArgument(f"the data has primary keys that '{name}' already holds on branch "
-                                             f"'{self.branch}': use upsert (merge on the key) or delete them first")
+        if worst == _HELD:
+            raise errors.InvalidArgument(f"the data has primary keys that '{name}' already holds on branch "
+                                         f"'{self.branch}': use upsert (merge on the key) or delete them first")
 
     def insert(self, name: str, df: DataFrame, key_checked: bool = False) -> None:
         """Append `df`'s rows. key_checked: as in create_table_as."""
