@@ -119,3 +119,38 @@ class TestOperationsPerMaterialization:
         assert ops == [{"insert"}, {"delete"}, {"update"}]
         count = project.run_sql(f"select count(*) from {schema}.events where kind = 'z'", fetch="one")
         assert count[0] == 1
+
+
+COPIED = """
+{{ config(materialized='table',
+          post_hook="create or replace table {{ this.schema }}.copy_of_copied as select * from {{ this }}") }}
+select id, amount from {{ ref('events') }}
+"""
+
+
+class TestPostHookReadsTheRebuild:
+    """A post-hook reads the table its model just rebuilt: the staged rows, not the earlier version whose
+    temp view the session still had (the staged table is shown when a statement first names it)."""
+
+    @pytest.fixture(scope="class")
+    def seeds(self):
+        return {"events.csv": EVENTS_V1}
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"copied.sql": COPIED}
+
+    def test_the_hook_reads_the_staged_rows(self, project, warehouse_dir):
+        lakehouse = Lakehouse(SparkSession.getActiveSession(), warehouse=warehouse_dir)
+
+        def copy() -> list:
+            rows = lakehouse.read(f"{project.test_schema}.copy_of_copied", at="main").orderBy("id").collect()
+            return [tuple(r) for r in rows]
+
+        run_dbt(["seed"])
+        run_dbt(["run"])
+        assert copy() == [(1, 10), (2, 20), (3, 30), (4, 40)]
+        write_file(EVENTS_V2, project.project_root, "seeds", "events.csv")
+        run_dbt(["seed"])
+        run_dbt(["run"])  # the same session: `copied`'s temp view shows the first build until the hook names it
+        assert copy() == [(1, 10), (2, 25), (3, 31), (4, 40), (5, 5), (6, 60)]

@@ -49,3 +49,26 @@ def test_a_relation_dropped_after_a_rebuild_leaves_no_view_behind(shop, spark):
     views.show_snapshot(lakehouse.snapshot("main"), ["shop.orders"])  # dropped before any statement read it
     assert "shop.orders" not in _temp_views(spark)
     assert not views.is_branch_relation("shop", "orders")
+
+
+def test_a_staged_table_is_built_when_a_statement_first_names_it(shop, spark):
+    """A model build's staged write is shown lazily (stage_table): nothing is built until a statement names
+    the table, and that statement reads the staged rows, not the head its temp view showed before."""
+    lakehouse, views = shop
+    assert _read(spark, views, "shop.orders") == [(1, "placed")]  # its temp view now shows the head
+    loads = []
+    staged = spark.createDataFrame([(1, "placed"), (3, "new")], "id int, status string")
+    views.stage_table("shop.orders", lambda: loads.append("built") or staged)
+    assert loads == []
+    assert _read(spark, views, "shop.orders") == [(1, "placed"), (3, "new")]
+    assert _read(spark, views, "shop.orders") == [(1, "placed"), (3, "new")]
+    assert loads == ["built"]
+
+
+def test_a_staged_table_forgotten_before_any_read_leaves_no_view_behind(shop, spark):
+    lakehouse, views = shop
+    _read(spark, views, "shop.orders")
+    views.stage_table("shop.orders", lambda: pytest.fail("a staged table no statement named was built"))
+    views.forget("shop.orders")
+    assert "shop.orders" not in _temp_views(spark)
+    assert not views.is_branch_relation("shop", "orders")

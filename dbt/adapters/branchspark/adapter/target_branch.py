@@ -8,6 +8,7 @@ process are serialized per branch, so two models built in parallel never race
 for the branch head.
 """
 
+import functools
 import getpass
 import threading
 from contextlib import contextmanager
@@ -92,10 +93,7 @@ class BranchTransaction:
             elif self.tx.table(name).kind == VIEW:
                 views.show_view(name, self.tx.table(name).view_sql)
             else:
-                views.show_table(name, self._staged_rows(name))
-
-    def _staged_rows(self, name: str):
-        return self.tx.read(name)
+                views.stage_table(name, functools.partial(self.tx.read, name))
 
     def commit(self):
         """Commit; returns the core's CommitInfo (None when nothing changed)."""

@@ -108,11 +108,14 @@ class BranchViews:
                     self.relations[name] = _Relation(TABLE, load=_reader(snapshot, info.full_name))
                 self.relations[name].stale_view = before is not None and (before.shown or before.stale_view)
 
-    # -- single relations, shown at once (a model build's staged writes) --------------------
-    def show_table(self, name: str, df: DataFrame) -> None:
+    # -- single relations (a model build's staged writes) -----------------------------------
+    def stage_table(self, name: str, load: Callable[[], DataFrame]) -> None:
+        """Show `name` as `load()` gives it, from the next statement that names it on: a model build rarely
+        reads back what it wrote, and building a table's read costs a plan (0.05-0.15 s), not a Spark job."""
         with self.lock:
-            relation = self.relations[name.lower()] = _Relation(TABLE, load=lambda: df)
-            self._show(name.lower(), relation)
+            before = self.relations.get(name.lower())
+            relation = self.relations[name.lower()] = _Relation(TABLE, load=load)
+            relation.stale_view = before is not None and (before.shown or before.stale_view)
 
     def show_view(self, name: str, sql: str) -> None:
         with self.lock:
