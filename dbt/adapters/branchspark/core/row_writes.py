@@ -241,7 +241,7 @@ class RowWrites:
             try:
                 observed = Observation()
                 tombstone = writer.write_tombstone(
-                    state, schema, changed.observe(observed, *change_counts()).filter(F.col(SIDE) == OLD), seq,
+                    state, schema, changed.observe(observed, *change_counts()).where(f"{SIDE} = {OLD}"), seq,
                     fault=fault, summary=lambda: observed_changes(observed)[0])
                 added = observed_changes(observed)[1]
                 if tombstone is not None:
@@ -250,7 +250,7 @@ class RowWrites:
                     return list(staged), tombstone
                 segments = []
                 if added:
-                    new_rows = changed.filter(F.col(SIDE) == NEW).select(*[quote(c.name) for c in schema.columns])
+                    new_rows = changed.where(f"{SIDE} = {NEW}").selectExpr(*[quote(c.name) for c in schema.columns])
                     segments = writer.write_segments(state, schema, new_rows, seq, SegmentKind.DATA, fault=fault)
                 if staged:
                     writer.discard_segments(staged)

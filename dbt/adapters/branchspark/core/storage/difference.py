@@ -116,10 +116,11 @@ def _unpaired(old: DataFrame, new: DataFrame, values: list[str], order: list[str
 def change_counts() -> list[Column]:
     """Metrics of a difference to observe while it is computed: the rows it removes, with the segments and
     data files they live in (what a tombstone's summary needs), and the rows it adds."""
-    old = F.col(SIDE) == OLD
-    return [F.count(F.when(old, 1)).alias("removed"), F.count(F.when(~old, 1)).alias("added"),
-            F.collect_set(F.when(old, F.col(SEGMENT_COLUMN))).alias("segments"),
-            F.collect_set(F.when(old, F.col(ROW_FILE))).alias("files")]
+    old = f"{SIDE} = {OLD}"
+    return [F.expr(f"count(CASE WHEN {old} THEN 1 END) AS removed"),
+            F.expr(f"count(CASE WHEN NOT ({old}) THEN 1 END) AS added"),
+            F.expr(f"collect_set(CASE WHEN {old} THEN {SEGMENT_COLUMN} END) AS segments"),
+            F.expr(f"collect_set(CASE WHEN {old} THEN {ROW_FILE} END) AS files")]
 
 
 def observed_changes(observed) -> tuple[TombstoneSummary, int]:
