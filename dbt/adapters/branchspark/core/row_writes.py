@@ -1,7 +1,8 @@
 """A transaction's row writes (SPEC 2 DML): insert, delete, update, upsert, overwrite (whole or by
-partition) and compaction. Each writes segment and tombstone files, checks the new rows from those files
-before anything is staged in the catalog (a failed check leaves no version and discards the files), and
-records what it changed: an overwrite or upsert only the rows that differ (SPEC 3.3, 4)."""
+partition) and compaction. Each writes segment and tombstone files, checks the new rows (from the written
+files, or from a cache of them for an upsert) before anything is staged in the catalog (a failed check leaves
+no version and no files), and records what it changed: an overwrite or upsert only the rows that differ
+(SPEC 3.3, 4)."""
 from __future__ import annotations
 
 import functools
@@ -190,18 +191,13 @@ class RowWrites:
         resolved = self._resolve_columns(name, schema, key)
         rows = self.conform(name, state, df)
         seq = self._seq()
-        # The new rows first: the key checks and the comparison then read the written segment, not the query.
-        staged, written = self._write_checked(name, state, rows, seq, SegmentKind.DATA, key=resolved, key_word="key")
-        if not state.segments:
-            segments, tombstone = staged, None
-        else:
-            # Only the keys it writes: their current rows, compared by value with the new ones.
-            matched = (self.reader.read(state, with_row_ids=True)
-                       .join(written.select(*[quote(k) for k in resolved]), resolved, "left_semi"))
-            changed = self._write_difference(state, matched, written, seq, staged)
-            if changed is None:  # values that cannot be compared: every matched row is replaced
-                changed = staged, self._discarding(staged, lambda: self._tombstone(name, state, matched, seq))
-            segments, tombstone = changed
+        # The query runs once, into a cache that the key checks, the comparison and the writes read: nothing is
+        # written before the checks pass, and new rows equal to the rows they replace are never written.
+        new = rows.cache()
+        try:
+            segments, tombstone = self._upsert_cached(name, state, schema, new, resolved, seq)
+        finally:
+            new.unpersist()
         self.ns.add_segments(segments)
         tombstones = state.tombstones + ((tombstone.id,) if tombstone else ())
         self.ns.put_table(state.evolve(segments=state.segments + tuple(s.id for s in segments),
@@ -212,6 +208,21 @@ class RowWrites:
                         rows=tombstone.row_count)
         if segments:
             self.record(ObjectKind.TABLE, state.id, name, Op.INSERT, seq=seq, segments_added=[s.id for s in segments])
+
+    def _upsert_cached(self, name: str, state: TableState, schema: Schema, new: DataFrame, key: list[str], seq: int):
+        """Check and stage an upsert of the cached conformed rows `new`; returns (segments, tombstone or None)."""
+        self._check_rows(name, state, schema, new, key, "key", against_table=False)
+        writer, fault = self.lakehouse.writer, self.lakehouse.fault
+        if not state.segments:
+            return writer.write_segments(state, schema, new, seq, SegmentKind.DATA, fault=fault), None
+        # Only the keys it writes: their current rows, compared by value with the new ones.
+        matched = (self.reader.read(state, with_row_ids=True)
+                   .join(new.select(*[quote(k) for k in key]), key, "left_semi"))
+        changed = self._write_difference(state, matched, new, seq)
+        if changed is None:  # values that cannot be compared: every matched row is replaced
+            segments = writer.write_segments(state, schema, new, seq, SegmentKind.DATA, fault=fault)
+            changed = segments, self._discarding(segments, lambda: self._tombstone(name, state, matched, seq))
+        return changed
 
     def _discarding(self, staged: list, action):
         """Run `action`; if it fails, delete the files of `staged` (segments no commit will reference)."""
