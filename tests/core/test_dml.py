@@ -130,6 +130,27 @@ def test_a_keyed_insert_with_several_problems_reports_the_worst_and_writes_nothi
     assert rows(lh.read("d.k")) == [(1, "a"), (2, "b")]
 
 
+def test_an_upsert_writes_only_the_rows_it_changes_and_nothing_when_a_key_repeats(lh, spark):
+    """An upsert computes its rows once into a cache (row_writes.upsert): the key check fails before any file
+    is written, and of rows that equal the ones they replace none reaches a file."""
+    b = lh.branch("main")
+    b.create_database("d")
+    schema = "k bigint, v string"
+    b.create_table_as("d.k", spark.createDataFrame([(1, "a"), (2, "b"), (3, "c")], schema), primary_key=["k"])
+    data_dir = lh.warehouse.data_dir(lh.snapshot().state("d.k").id)
+    files = sorted(p for p, _ in lh.warehouse.list_files(data_dir))
+    head = lh.snapshot().commit_id
+    with pytest.raises(errors.InvalidArgument, match="repeats key"):
+        b.upsert("d.k", spark.createDataFrame([(2, "x"), (4, "y"), (4, "z")], schema))
+    assert lh.snapshot().commit_id == head
+    assert sorted(p for p, _ in lh.warehouse.list_files(data_dir)) == files
+    b.upsert("d.k", spark.createDataFrame([(1, "a"), (2, "B"), (3, "c"), (4, "d")], schema))  # 1 and 3 unchanged
+    assert rows(lh.read("d.k")) == [(1, "a"), (2, "B"), (3, "c"), (4, "d")]
+    new_segments = [p for p, _ in lh.warehouse.list_files(data_dir) if p not in files and p.endswith(".parquet")]
+    written = spark.read.parquet(*[lh.warehouse.uri(p) for p in new_segments])
+    assert sorted(tuple(r) for r in written.select("k", "v").collect()) == [(2, "B"), (4, "d")]
+
+
 def test_compaction_keeps_rows_and_row_identity(lh, spark, orders):
     b = lh.branch("main")
     b.insert(orders, df(spark, [(6, 60.0)]))
