@@ -101,21 +101,24 @@ class BranchViews:
             for name in wanted - infos.keys():
                 self.forget(name)
             for name, info in infos.items():
-                before = self.relations.get(name)
                 if info.kind == VIEW:
-                    self.relations[name] = _Relation(VIEW, sql=info.view_sql)
+                    self._register_lazily(name, _Relation(VIEW, sql=info.view_sql))
                 else:
-                    self.relations[name] = _Relation(TABLE, load=_reader(snapshot, info.full_name))
-                self.relations[name].stale_view = before is not None and (before.shown or before.stale_view)
+                    self._register_lazily(name, _Relation(TABLE, load=_reader(snapshot, info.full_name)))
+
+    def _register_lazily(self, name: str, relation: _Relation) -> None:
+        """`relation` is what `name` shows from the next statement naming it on (`ensure` builds it then); a
+        temp view of the relation it replaces is remembered as stale, so `forget` still drops it."""
+        before = self.relations.get(name)
+        relation.stale_view = before is not None and (before.shown or before.stale_view)
+        self.relations[name] = relation
 
     # -- single relations (a model build's staged writes) -----------------------------------
     def stage_table(self, name: str, load: Callable[[], DataFrame]) -> None:
         """Show `name` as `load()` gives it, from the next statement that names it on: a model build rarely
         reads back what it wrote, and building a table's read costs a plan (0.05-0.15 s), not a Spark job."""
         with self.lock:
-            before = self.relations.get(name.lower())
-            relation = self.relations[name.lower()] = _Relation(TABLE, load=load)
-            relation.stale_view = before is not None and (before.shown or before.stale_view)
+            self._register_lazily(name.lower(), _Relation(TABLE, load=load))
 
     def show_view(self, name: str, sql: str) -> None:
         with self.lock:

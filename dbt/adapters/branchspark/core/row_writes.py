@@ -98,7 +98,8 @@ class RowWrites:
         if not found:
             return
         problems = functools.reduce(lambda a, b: a.unionAll(b), found)
-        worst = next(iter(problems.orderBy(F.desc("_bs_problem")).limit(1).collect()), [None])[0]
+        first = problems.orderBy(F.desc("_bs_problem")).limit(1).collect()
+        worst = first[0][0] if first else None
         if worst == _HAS_NULLS:
             raise errors.InvalidArgument(f"the data has NULL in NOT NULL column(s) "
                                          f"{[c.name for c in schema.columns if not c.nullable]} of '{name}': "
