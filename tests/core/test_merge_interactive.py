@@ -186,8 +186,11 @@ def test_paused_merge_survives_a_process_restart(lh, keyed, warehouse):
     lh.store.dispose()
     script = textwrap.dedent(f"""
         from dbt.adapters.branchspark.core.lakehouse import Lakehouse
-        from dbt.adapters.branchspark.core.spark_session import local_session
-        lh = Lakehouse(local_session("local[1]"), {warehouse!r})
+        import os
+        from dbt.adapters.branchspark.core.spark_session import connect_session, local_session
+        # the Spark Connect server tests/run.sh starts, where there is one: a new process, no JVM start
+        url = os.environ.get("BRANCHSPARK_TEST_CONNECT_URL")
+        lh = Lakehouse(connect_session(url) if url else local_session("local[1]"), {warehouse!r})
         assert lh.merge_status("dest")["phase"] == "resolving data"
         lh.resolve_conflicts("dest", "shop.k", where="id = 1", set={{"merged_a": "7"}})
         print(lh.merge(None, "dest", continue_=True).status)

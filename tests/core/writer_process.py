@@ -34,6 +34,9 @@ from tests.spark_settings import FAST_SMALL_QUERIES
 SMALL_SPARK = {"spark.sql.shuffle.partitions": "1", "spark.default.parallelism": "1",
                "spark.driver.memory": "512m", "spark.ui.enabled": "false", **FAST_SMALL_QUERIES,
                "spark.driver.extraJavaOptions": "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xss4m"}
+# The same through the shared Connect server: a writer's few rows need neither adaptive planning, nor
+# whole-stage code, nor two tasks per shuffle.
+CONNECT_WRITER_SETTINGS = {**FAST_SMALL_QUERIES, "spark.sql.shuffle.partitions": "1"}
 
 
 def main() -> None:
@@ -64,7 +67,12 @@ CONNECT_URL = "BRANCHSPARK_TEST_CONNECT_URL"
 
 def writer_session():
     if os.environ.get(CONNECT_URL):
-        return connect_session(os.environ[CONNECT_URL], FAST_SMALL_QUERIES)
+        # A Connect client's settings pass only where the core lets a client change them (spark_session's
+        # CONNECT_RUNTIME_SETTINGS, for users' targets); a test writer sets its own session's plainly.
+        session = connect_session(os.environ[CONNECT_URL])
+        for key, value in CONNECT_WRITER_SETTINGS.items():
+            session.conf.set(key, value)
+        return session
     return local_session("local[1]", SMALL_SPARK)
 
 

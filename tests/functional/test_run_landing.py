@@ -17,6 +17,8 @@ from pyspark.sql import SparkSession
 from dbt.adapters.branchspark.core.lakehouse import Lakehouse
 from dbt.tests.util import run_dbt, run_dbt_and_capture, write_file
 
+CONNECT_URL = "BRANCHSPARK_TEST_CONNECT_URL"  # the Spark Connect server tests/run.sh starts
+
 SEED = """id,amount
 1,10
 2,20
@@ -273,13 +275,16 @@ class TestConcurrentRuns(LandingBase):
         return {"stg_payments.sql": STG, "left_side.sql": LEFT, "right_side.sql": RIGHT, "keyed.sql": INCREMENTAL}
 
     def concurrent_runs(self, project, tmp_path, runs):
-        """Start one `dbt run` process per (name, args), all at once; they land in the order given."""
+        """Start one `dbt run` process per (name, args), all at once; they land in the order given. Under
+        tests/run.sh they are clients of its Spark Connect server (what they race for is the catalog)."""
         barrier = tmp_path / "barrier"
         barrier.mkdir()
         wrapper = tmp_path / "held_landing.py"  # not dbt_*: dbt imports such modules as plugins
         wrapper.write_text(WRAPPER)
         env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "RUN_BARRIER": str(barrier),
                "RUN_ORDER": ",".join(name for name, _ in runs)}
+        if os.environ.get(CONNECT_URL):  # tests/run.sh's server: three JVM starts at once cost a minute on 2 cores
+            env["SPARK_REMOTE"] = os.environ[CONNECT_URL]
         procs = {}
         for name, args in runs:
             procs[name] = subprocess.Popen(
