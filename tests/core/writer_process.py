@@ -67,8 +67,8 @@ CONNECT_URL = "BRANCHSPARK_TEST_CONNECT_URL"
 
 def writer_session():
     if os.environ.get(CONNECT_URL):
-        # A Connect client's settings pass only where the core lets a client change them (spark_session's
-        # CONNECT_RUNTIME_SETTINGS, for users' targets); a test writer sets its own session's plainly.
+        # The core's factory passes a Connect client only the settings users may change (spark_session's
+        # CONNECT_RUNTIME_SETTINGS): a test writer sets the test settings on its session itself.
         session = connect_session(os.environ[CONNECT_URL])
         for key, value in CONNECT_WRITER_SETTINGS.items():
             session.conf.set(key, value)
