@@ -1,5 +1,6 @@
-"""What a write's difference removes and adds is counted while the tombstone's write computes it (observed
-metrics, no job of its own): the tombstone summary and the count of added rows, which the write filters out."""
+"""What a write's difference removes and adds is counted while a write computes it (observed metrics, no
+job of its own): the tombstone summary and the count of added rows. A difference of a table without
+partitions is written once, split by side, and each side's files moved to a tombstone and a segment."""
 from pyspark.sql import Observation
 from pyspark.sql import functions as F
 
@@ -30,3 +31,57 @@ def test_counts_removed_rows_their_segments_and_files_and_added_rows(spark, tmp_
 def test_an_empty_difference_counts_nothing(spark, tmp_path):
     summary, added = write_removed(changed_rows(spark).filter(F.lit(False)), tmp_path / "tombstone")
     assert (summary.rows, summary.segments, summary.files, added) == (0, frozenset(), frozenset(), 0)
+
+
+# ------------------------------------------------------------ a difference in one write (writer.write_difference)
+def _table_files(lh, name):
+    """(state, segments, tombstones) of table `name` on main."""
+    snap = lh.snapshot("main")
+    state = snap.state(name)
+    segments = snap.ns.segment_infos(state.segments)
+    tombstones = snap.ns.tombstone_infos(state.tombstones)
+    return state, segments, tombstones
+
+
+def _rows(lh, name):
+    return sorted(tuple(r) for r in lh.read(name).collect())
+
+
+def test_a_rebuild_writes_removed_and_added_rows_once_each_where_tombstones_and_segments_live(lh, spark):
+    with lh.transaction("main") as tx:
+        tx.create_database("d")
+        tx.create_table_as("d.t", spark.range(20).selectExpr("id", "id * 10 AS v"))
+    lh.branch("main").overwrite("d.t", spark.range(20).selectExpr("id", "IF(id < 3, -1 - id, id * 10) AS v"))
+    state, segments, tombstones = _table_files(lh, "d.t")
+    assert _rows(lh, "d.t") == sorted((i, -1 - i if i < 3 else i * 10) for i in range(20))
+    new = segments[-1]  # segments are listed in the order they were added
+    # the added rows are the segment's only rows, in files straight below its folder, as any write's
+    assert lh.warehouse.parquet_rows(f"{new.path}/{f}" for f in new.files) == 3
+    assert all("/" not in f for f in new.files)
+    assert [t.row_count for t in tombstones] == [3]
+    tomb_files = [p for p, _ in lh.warehouse.list_files(tombstones[0].path) if p.endswith(".parquet")]
+    assert lh.warehouse.parquet_rows(tomb_files) == 3
+    # no folder of the one write's split by side is left anywhere under the table
+    table_dir = lh.warehouse.table_dir(state.id)
+    assert not [p for p, _ in lh.warehouse.list_files(table_dir) if "_bs_side=" in p]
+    # and gc finds every file referenced: nothing of the write is left over
+    assert lh.gc(grace_seconds=0).deleted_files == []
+    assert _rows(lh, "d.t") == sorted((i, -1 - i if i < 3 else i * 10) for i in range(20))
+
+
+def test_a_difference_that_only_removes_or_only_adds_writes_only_that_side(lh, spark):
+    with lh.transaction("main") as tx:
+        tx.create_database("d")
+        tx.create_table_as("d.t", spark.range(10).selectExpr("id", "id AS v"), primary_key=["id"])
+    before = len(_table_files(lh, "d.t")[1])
+    lh.branch("main").overwrite("d.t", spark.range(8).selectExpr("id", "id AS v"))  # rows 8, 9 removed
+    state, segments, tombstones = _table_files(lh, "d.t")
+    assert (len(segments), [t.row_count for t in tombstones]) == (before, [2])
+    lh.branch("main").upsert("d.t", spark.range(8, 11).selectExpr("id", "id AS v"))  # rows 8-10 added
+    state, segments, tombstones = _table_files(lh, "d.t")
+    assert (len(segments), [t.row_count for t in tombstones]) == (before + 1, [2])
+    lh.branch("main").upsert("d.t", spark.range(5).selectExpr("id", "id AS v"))  # the same rows: nothing
+    assert _table_files(lh, "d.t")[0] == state
+    assert _rows(lh, "d.t") == [(i, i) for i in range(11)]
+    assert not [p for p, _ in lh.warehouse.list_files(lh.warehouse.table_dir(state.id)) if "_bs_side=" in p]
+    assert lh.gc(grace_seconds=0).deleted_files == []

@@ -239,7 +239,8 @@ class RowWrites:
         Rows both hold stay as they are: no tombstone, no new row, no change in the feed. `staged`: segments
         already holding `new`'s rows, kept when every new row is added and discarded otherwise. Returns
         (segments, tombstone or None), or None, with nothing staged, when the rows cannot be compared by
-        value."""
+        value. With nothing staged and no partitions, one write makes both (writer.write_difference);
+        otherwise the tombstone's write fills a cache of the difference that the segment's write reads."""
         schema = self._schema(state)
         writer, fault = self.lakehouse.writer, self.lakehouse.fault
 
@@ -247,6 +248,14 @@ class RowWrites:
             changed = difference(old, new, [c.name for c in schema.columns])
             if changed is None:
                 return None
+            if not staged and not state.partition_by:  # both sides in one write
+                observed = Observation()
+                segments, tombstone = writer.write_difference(
+                    state, schema, changed.observe(observed, *change_counts()), seq, SIDE,
+                    lambda: observed_changes(observed), fault=fault)
+                if tombstone is not None:
+                    self.ns.add_tombstone(tombstone)
+                return segments, tombstone
             # Change-sized and read by both writes: the tombstone's write computes it, fills the cache and
             # counts it (observed metrics); the segment's write reads the cache.
             changed = changed.cache()

@@ -125,8 +125,9 @@ def change_counts() -> list[Column]:
 
 def observed_changes(observed) -> tuple[TombstoneSummary, int]:
     """(the removed rows' tombstone summary, the number of added rows) from an Observation of
-    `change_counts()` on a difference, once an action (the tombstone's write) has computed it. Spark Connect
-    returns observed metrics of a write, not of a checkpoint: the metrics ride on a write."""
+    `change_counts()` on a difference, once an action (the write of the difference, or of its tombstone)
+    has computed it. Spark Connect returns observed metrics of a write, not of a checkpoint: the metrics
+    ride on a write."""
     metrics = observed.get
     summary = TombstoneSummary(int(metrics.get("removed") or 0), frozenset(metrics.get("segments") or ()),
                                frozenset(metrics.get("files") or ()))

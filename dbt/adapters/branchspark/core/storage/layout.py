@@ -117,9 +117,26 @@ class Warehouse:
         filesystem, base = self._fs()
         filesystem.delete_file(posixpath.join(base, relative))
 
-    def delete_dir(self, relative: str) -> None:
+    def delete_dir(self, relative: str, missing_ok: bool = False) -> None:
         filesystem, base = self._fs()
-        filesystem.delete_dir(posixpath.join(base, relative))
+        path = posixpath.join(base, relative)
+        if missing_ok and filesystem.get_file_info(path).type == pafs.FileType.NotFound:
+            return
+        filesystem.delete_dir(path)
+
+    def move_files(self, source: str, destination: str, suffix: str) -> list[str]:
+        """Move the files of folder `source` whose names end with `suffix` into folder `destination` (made if
+        missing), keeping their names; returns the names. A rename where the file system has one."""
+        filesystem, base = self._fs()
+        target = posixpath.join(base, destination)
+        filesystem.create_dir(target, recursive=True)
+        selector = pafs.FileSelector(posixpath.join(base, source), recursive=False, allow_not_found=True)
+        names = []
+        for info in filesystem.get_file_info(selector):
+            if info.type == pafs.FileType.File and info.base_name.endswith(suffix):
+                filesystem.move(info.path, posixpath.join(target, info.base_name))
+                names.append(info.base_name)
+        return names
 
     def read_text(self, relative: str) -> str | None:
         """The text of a small file, or None when there is none."""

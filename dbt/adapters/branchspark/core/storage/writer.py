@@ -99,6 +99,46 @@ class SegmentWriter:
                              tuple(sorted(summary.segments)), tuple(sorted(summary.files)))
 
 
+    def write_difference(self, table: TableState, schema: Schema, changed: DataFrame, seq: int, side: str,
+                         counts: Callable[[], tuple[TombstoneSummary, int]], fault=None
+                         ) -> tuple[list[SegmentInfo], TombstoneInfo | None]:
+        """Write a difference in ONE Spark job: `changed` holds the rows a write removes (`side` column 0,
+        with their row ids) and the rows it adds (1, row ids NULL). One write split by side, then each
+        side's files moved to where a tombstone and a segment live: the model's query, the comparison and
+        both writes run once, with no cache between two writes (docs/performance.md). Only for tables
+        without partitions (a partitioned segment's files lack its partition columns, a tombstone's must not).
+
+        `counts()`, called after the write: (the removed rows' summary, the number of added rows), from
+        metrics observed on `changed`. Returns ([the segment of added rows] or [], the tombstone or None).
+        The added rows' files also hold the row-id columns, NULL: readers name the columns they read."""
+        assert not table.partition_by, "a difference of a partitioned table is written as two writes"
+        segment_dir = self.warehouse.new_segment_dir(table.id, seq)
+        rows = changed.selectExpr(*[quote(c.name) for c in schema.columns], SEGMENT_COLUMN, ROW_FILE, ROW_POS,
+                                  ROW_SEQ, f"CAST({int(seq)} AS BIGINT) AS {TOMB_SEQ}", side)
+        rows.write.mode("error").partitionBy(side).parquet(self.warehouse.uri(segment_dir))
+        if fault:
+            fault("write.after_files")
+        summary, added = counts()
+        removed_dir = f"{segment_dir}/{side}=0"
+        added_dir = f"{segment_dir}/{side}=1"
+        tombstone = None
+        if summary.rows:
+            tombstone_dir = self.warehouse.new_tombstone_dir(table.id, seq)
+            self.warehouse.move_files(removed_dir, tombstone_dir, ".parquet")
+            tombstone = TombstoneInfo(uuid.uuid4().hex, table.id, tombstone_dir, seq, schema.id, summary.rows,
+                                      tuple(sorted(summary.segments)), tuple(sorted(summary.files)))
+        segments = []
+        if added:
+            names = self.warehouse.move_files(added_dir, segment_dir, ".parquet")
+            segments = [SegmentInfo(uuid.uuid4().hex, table.id, segment_dir, seq, schema.id, SegmentKind.DATA,
+                                    files=tuple(sorted(names)))]
+            for leftover in (removed_dir, added_dir):  # Spark's checksum and marker files
+                self.warehouse.delete_dir(leftover, missing_ok=True)
+        else:
+            self.warehouse.delete_dir(segment_dir)
+        return segments, tombstone
+
+
 def side_by_side(writes: dict[object, Callable]) -> dict:
     """Run independent writes, {key: write()}, at the same time. Each is a small Spark job of mostly fixed
     cost (planning, task launch, the output committer), so running them together saves that wait; the
