@@ -5,8 +5,9 @@ Field ids are branchspark's column ids (unique in the whole catalog). The fields
 above the table's column ids, by column and path. Segment files were written by Spark without field ids,
 under the names their schema version had, so a name mapping maps every name a file may hold to a field
 id: current and older names of each column (and the names inside nested ones), and the names of columns
-the current schema no longer has (dropped columns, the hidden identity columns of compacted segments) to
-ids no schema uses, because pyiceberg refuses a file with an unmapped column.
+the current schema no longer has (dropped columns, the hidden identity columns of compacted segments and
+of segments written in one write with their tombstone) to ids no schema uses, because pyiceberg refuses a
+file with an unmapped column.
 """
 from __future__ import annotations
 
