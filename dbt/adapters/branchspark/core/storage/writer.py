@@ -98,11 +98,10 @@ class SegmentWriter:
         return TombstoneInfo(uuid.uuid4().hex, table.id, relative, seq, schema.id, summary.rows,
                              tuple(sorted(summary.segments)), tuple(sorted(summary.files)))
 
-
     def write_difference(self, table: TableState, schema: Schema, changed: DataFrame, seq: int, side: str,
                          counts: Callable[[], tuple[TombstoneSummary, int]], fault=None
                          ) -> tuple[list[SegmentInfo], TombstoneInfo | None]:
-        """Write a difference in ONE Spark job: `changed` holds the rows a write removes (`side` column 0,
+        """Write a difference in ONE Spark write: `changed` holds the rows a write removes (`side` column 0,
         with their row ids) and the rows it adds (1, row ids NULL). One write split by side, then each
         side's files moved to where a tombstone and a segment live: the model's query, the comparison and
         both writes run once, with no cache between two writes (docs/performance.md). Only for tables
