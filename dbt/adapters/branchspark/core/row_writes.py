@@ -251,7 +251,7 @@ class RowWrites:
             if not staged and not state.partition_by:  # both sides in one write
                 observed = Observation()
                 segments, tombstone = writer.write_difference(
-                    state, schema, changed.observe(observed, *change_counts()), seq, SIDE,
+                    state, schema, changed.observe(observed, *change_counts()), seq,
                     lambda: observed_changes(observed), fault=fault)
                 if tombstone is not None:
                     self.ns.add_tombstone(tombstone)

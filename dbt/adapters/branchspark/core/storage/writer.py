@@ -16,6 +16,7 @@ from pyspark.sql import DataFrame, SparkSession
 from ..catalog.schema import Schema
 from ..catalog.state import SegmentInfo, SegmentKind, TableState
 from ..catalog.tombstones import TombstoneInfo, TombstoneSummary
+from .difference import NEW, OLD, SIDE
 from .layout import SEGMENT_COLUMN, Warehouse
 from .reader import ROW_FILE, ROW_POS, ROW_SEQ, TOMB_SEQ, quote
 
@@ -98,12 +99,12 @@ class SegmentWriter:
         return TombstoneInfo(uuid.uuid4().hex, table.id, relative, seq, schema.id, summary.rows,
                              tuple(sorted(summary.segments)), tuple(sorted(summary.files)))
 
-    def write_difference(self, table: TableState, schema: Schema, changed: DataFrame, seq: int, side: str,
+    def write_difference(self, table: TableState, schema: Schema, changed: DataFrame, seq: int,
                          counts: Callable[[], tuple[TombstoneSummary, int]], fault=None
                          ) -> tuple[list[SegmentInfo], TombstoneInfo | None]:
-        """Write a difference in ONE Spark write: `changed` holds the rows a write removes (`side` column 0,
-        with their row ids) and the rows it adds (1, row ids NULL). One write split by side, then each
-        side's files moved to where a tombstone and a segment live: the model's query, the comparison and
+        """Write a difference in ONE Spark write: `changed` holds the rows a write removes (SIDE = OLD, with
+        their row ids) and the rows it adds (SIDE = NEW, row ids NULL; difference.py). One write split by
+        side, then each side's files moved to where a tombstone and a segment live: the model's query, the comparison and
         both writes run once, with no cache between two writes (docs/performance.md). Only for tables
         without partitions (a partitioned segment's files lack its partition columns, a tombstone's must not).
 
@@ -113,13 +114,13 @@ class SegmentWriter:
         assert not table.partition_by, "a difference of a partitioned table is written as two writes"
         segment_dir = self.warehouse.new_segment_dir(table.id, seq)
         rows = changed.selectExpr(*[quote(c.name) for c in schema.columns], SEGMENT_COLUMN, ROW_FILE, ROW_POS,
-                                  ROW_SEQ, f"CAST({int(seq)} AS BIGINT) AS {TOMB_SEQ}", side)
-        rows.write.mode("error").partitionBy(side).parquet(self.warehouse.uri(segment_dir))
+                                  ROW_SEQ, f"CAST({int(seq)} AS BIGINT) AS {TOMB_SEQ}", SIDE)
+        rows.write.mode("error").partitionBy(SIDE).parquet(self.warehouse.uri(segment_dir))
         if fault:
             fault("write.after_files")
         summary, added = counts()
-        removed_dir = f"{segment_dir}/{side}=0"
-        added_dir = f"{segment_dir}/{side}=1"
+        removed_dir = f"{segment_dir}/{SIDE}={OLD}"
+        added_dir = f"{segment_dir}/{SIDE}={NEW}"
         tombstone = None
         if summary.rows:
             tombstone_dir = self.warehouse.new_tombstone_dir(table.id, seq)
