@@ -1,6 +1,6 @@
 """The sample dbt project on branchspark against plain dbt-spark (parquet), in one run.
 
-    python bench/dbt_run.py [--repeats 3] [--per-node] [--keep] [--baseline REV]
+    python bench/dbt_run.py [--repeats 3] [--warmups 2] [--per-node] [--keep] [--baseline REV]
 
 Each side gets its own copy of `sample_project/` in a scratch dir, its own profiles.yml there,
 and its own worker process (working directory = the scratch dir, so dbt-spark's Derby metastore
@@ -19,8 +19,8 @@ Both sides: `threads: 1`, Spark `local[2]`, 2 shuffle partitions, no UI, ANSI mo
     add_late_orders         untimed run-operation: 2 new rows in raw_orders
     dbt run                 timed ("dbt run (incremental)": fct_orders takes the new rows)
 
-An untimed first cycle per side pays the JVM start, Derby's metastore creation and the JIT
-warm-up; then `--repeats` timed cycles, alternating which side goes first so that both share
+Untimed warm-up cycles per side (`--warmups`, 2) pay the JVM start, Derby's metastore creation and
+the JIT's warm-up; then `--repeats` timed cycles, alternating which side goes first so that both share
 the machine's noise, and the report shows medians of each command and of their sum. The ratio
 branchspark / dbt-spark of the sum has a target of <= 1.15x. The script exits 0 whatever the
 ratios are. `--baseline REV` adds a third side, branchspark as it was at git revision REV (its package
@@ -276,7 +276,10 @@ def baseline_package(revision: str, root: str) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--repeats", type=int, default=3, help="timed cycles per side (after one warm-up)")
+    parser.add_argument("--repeats", type=int, default=3, help="timed cycles per side (after the warm-ups)")
+    # One cycle pays the JVM start; the JIT keeps warming over the next cycles (a side's cycles fell from 8.1 to
+    # 5.4 s over three timed cycles after a single warm-up), which a median of few cycles then measures.
+    parser.add_argument("--warmups", type=int, default=2, help="untimed cycles per side before the timed ones")
     parser.add_argument("--per-node", action="store_true", help="also print per-node medians (run_results.json)")
     parser.add_argument("--keep", action="store_true", help="keep the scratch dir (kept anyway on failure)")
     parser.add_argument("--baseline", metavar="REV", help="also run branchspark as of git revision REV")
@@ -319,10 +322,12 @@ def main() -> None:
     samples = {side: [] for side in sides}
     order = list(sides)
     try:
-        for side in order:
-            start = time.perf_counter()
-            cycle(side)  # warm-up: JVM, metastore, JIT, dbt's partial parse file
-            print(f"warm-up cycle of {side}: {time.perf_counter() - start:.1f} s", flush=True)
+        for warmup in range(args.warmups):
+            for side in order:
+                start = time.perf_counter()
+                cycle(side)  # warm-up: JVM, metastore, JIT, dbt's partial parse file
+                print(f"warm-up cycle {warmup + 1}/{args.warmups} of {side}: {time.perf_counter() - start:.1f} s",
+                      flush=True)
         for rep in range(args.repeats):
             for side in (order if rep % 2 == 0 else order[::-1]):
                 samples[side].append(cycle(side))

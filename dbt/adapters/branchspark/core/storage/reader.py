@@ -92,7 +92,9 @@ class TableReader:
             key = (segment.schema_id, segment.partition_by, segment.kind in STORED_IDENTITY_KINDS,
                    segment_group(segment) in hit)
             groups[key].append(segment)
-        deleted = self._deleted_rows(table, schema, tombstones) if hit else None
+        # The tombstones' side of an anti-join, built on first need: a keyless table's targeted files drop
+        # their deleted rows without it (_targeted_anti_join).
+        deleted = None
         parts = []
         for (schema_id, partition_by, compacted, targeted), group in sorted(groups.items(), key=lambda kv: kv[0]):
             if targeted and not compacted and not table.primary_key:
@@ -104,6 +106,8 @@ class TableReader:
             rows = self._read_group(table, group, self.lookup.schema(schema_id), compacted, schema,
                                     join_ids=targeted, row_ids=with_row_ids, keyed=bool(table.primary_key))
             if targeted:
+                if deleted is None:
+                    deleted = self._deleted_rows(table, schema, tombstones)
                 rows = self._anti_join(table, rows, deleted, compacted)
             parts.append(rows.drop(*_JOIN_COLUMNS))
         return _union(parts)
