@@ -1,10 +1,14 @@
 """What a write's difference removes and adds is counted while a write computes it (observed metrics, no
 job of its own): the tombstone summary and the count of added rows. A difference of a table without
 partitions is written once, split by side, and each side's files moved to a tombstone and a segment."""
+import pytest
 from pyspark.sql import Observation
 from pyspark.sql import functions as F
 
-from dbt.adapters.branchspark.core.storage.difference import NEW, OLD, SIDE, change_counts, observed_changes
+from dbt.adapters.branchspark.core import errors
+
+from dbt.adapters.branchspark.core.storage.difference import (NEW, OLD, SIDE, _fits_one_task, change_counts,
+                                                              observed_changes)
 from dbt.adapters.branchspark.core.storage.layout import SEGMENT_COLUMN
 from dbt.adapters.branchspark.core.storage.reader import ROW_FILE
 
@@ -89,3 +93,54 @@ def test_a_difference_that_only_removes_or_only_adds_writes_only_that_side(lh, s
         table_dir = lh.warehouse.table_dir(_table_files(lh, name)[0].id)
         assert not [p for p, _ in lh.warehouse.list_files(table_dir) if "_bs_side=" in p]
     assert lh.gc(grace_seconds=0).deleted_files == []
+
+
+# --------------------------------------------- a comparison in one task or after a shuffle (difference._fits_one_task)
+def test_a_comparison_in_one_task_and_one_after_a_shuffle_change_the_same_rows(lh, spark):
+    """Old and new rows Spark estimates under its broadcast threshold are compared in one task, with no
+    shuffle of their own; larger ones (here: the threshold turned off) after a shuffle by value, or by key
+    for an upsert on the primary key. Both ways a rebuild and an upsert change the same rows and refuse a
+    repeated key."""
+    def play(branch):
+        b = lh.branch(branch)
+        b.overwrite("d.free", spark.range(12).selectExpr("id % 4 AS k", "IF(id < 2, 'new', 'v') AS v"))
+        b.upsert("d.keyed", spark.createDataFrame([(1, "a"), (2, "B"), (7, "g")], "k bigint, v string"))
+        with pytest.raises(errors.InvalidArgument, match="repeats key"):
+            b.upsert("d.keyed", spark.createDataFrame([(2, "B"), (2, "x")], "k bigint, v string"))
+        changed = {t: sorted(tuple(r) for r in lh.read(t, branch).collect()) for t in ("d.free", "d.keyed")}
+        return changed, [[o.op for o in c.operations] for c in lh.log(branch, 2)]  # the upsert's, the rebuild's
+
+    with lh.transaction("main") as tx:
+        tx.create_database("d")
+        tx.create_table_as("d.free", spark.range(10).selectExpr("id % 4 AS k", "'v' AS v"))
+        tx.create_table_as("d.keyed", spark.createDataFrame([(1, "a"), (2, "b")], "k bigint, v string"),
+                           primary_key=["k"])
+    lh.create_branch("one_task", "main")
+    lh.create_branch("shuffled", "main")
+    one_task = play("one_task")
+    threshold = spark.conf.get("spark.sql.autoBroadcastJoinThreshold")
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
+    try:
+        shuffled = play("shuffled")
+    finally:
+        spark.conf.set("spark.sql.autoBroadcastJoinThreshold", threshold)
+    assert one_task == shuffled
+    rows, ops = one_task
+    assert rows["d.free"] == sorted([(0, "new"), (1, "new")] + [(k, "v") for k in (0, 1, 2, 3, 2, 3, 0, 1, 2, 3)])
+    assert rows["d.keyed"] == [(1, "a"), (2, "B"), (7, "g")]
+    assert ops == [["update", "insert"], ["overwrite"]]  # key 1 unchanged: only 2 updated, 7 inserted
+
+
+def test_what_counts_as_small_enough_for_one_task(spark):
+    """The relations behind the rows are summed (a WITH query's name aside: its definition's relations count),
+    not the plan's estimate of its output (a join's is the product of its sides)."""
+    small = spark.range(1000)
+    assert _fits_one_task(small.join(small.selectExpr("id AS other"), F.lit(True)))  # product ~64 MB, inputs 16 KB
+    assert _fits_one_task(spark.sql("WITH x AS (SELECT id FROM range(1000)) SELECT * FROM x JOIN x USING (id)"))
+    assert not _fits_one_task(spark.range(10**9).union(small))  # 8 GB by Spark's estimate
+    threshold = spark.conf.get("spark.sql.autoBroadcastJoinThreshold")
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
+    try:
+        assert not _fits_one_task(small)
+    finally:
+        spark.conf.set("spark.sql.autoBroadcastJoinThreshold", threshold)

@@ -131,8 +131,8 @@ def test_a_keyed_insert_with_several_problems_reports_the_worst_and_writes_nothi
 
 
 def test_an_upsert_writes_only_the_rows_it_changes_and_nothing_when_a_key_repeats(lh, spark):
-    """An upsert computes its rows once into a cache (row_writes.upsert): the key check fails before any file
-    is written, and of rows that equal the ones they replace none reaches a file."""
+    """An upsert computes its rows once into a cache (row_writes.upsert): a repeated key leaves no file and
+    no version behind, and of rows that equal the ones they replace none reaches a file."""
     b = lh.branch("main")
     b.create_database("d")
     schema = "k bigint, v string"
@@ -149,6 +149,34 @@ def test_an_upsert_writes_only_the_rows_it_changes_and_nothing_when_a_key_repeat
     new_segments = [p for p, _ in lh.warehouse.list_files(data_dir) if p not in files and p.endswith(".parquet")]
     written = spark.read.parquet(*[lh.warehouse.uri(p) for p in new_segments])
     assert sorted(tuple(r) for r in written.select("k", "v").collect()) == [(2, "B"), (4, "d")]
+
+
+def test_an_upsert_on_the_primary_key_checks_its_rows_in_the_comparisons_write(lh, spark):
+    """On the primary key of a table without partitions the upsert's one write also counts the new rows'
+    problems (row_writes._check_counts) and refuses them after it: a repeated key also when one of its rows
+    equals the row it replaces (that one pairs, the other cannot), a NULL key, a NULL in a NOT NULL column,
+    and the NULL reported first. Each leaves the files and the head as they were. An upsert on another key
+    of a keyless table, whose old rows may share a key, keeps its check before the write."""
+    b = lh.branch("main")
+    b.create_database("d")
+    schema = "k bigint, v string"
+    b.create_table_as("d.k", spark.createDataFrame([(1, "a"), (2, "b")], schema), primary_key=["k"])
+    b.set_nullable("d.k", "v", False)
+    b.create_table_as("d.free", spark.createDataFrame([(1, "a"), (1, "a")], schema))
+    head = lh.snapshot().commit_id
+    data_dirs = [lh.warehouse.data_dir(lh.snapshot().state(t).id) for t in ("d.k", "d.free")]
+    files = [sorted(p for p, _ in lh.warehouse.list_files(d)) for d in data_dirs]
+    refused = [("d.k", [(2, "b"), (2, "x")], "repeats key"), ("d.k", [(None, "n"), (3, "c")], "NULL in NOT NULL"),
+               ("d.k", [(3, None)], "NULL in NOT NULL"), ("d.k", [(4, "d"), (4, "e"), (5, None)], "NULL in NOT NULL"),
+               ("d.free", [(1, "a"), (1, "a")], "repeats key")]
+    for table, new_rows, message in refused:
+        with pytest.raises(errors.InvalidArgument, match=message):
+            b.upsert(table, spark.createDataFrame(new_rows, schema), key=["k"])
+    assert lh.snapshot().commit_id == head
+    assert [sorted(p for p, _ in lh.warehouse.list_files(d)) for d in data_dirs] == files
+    b.upsert("d.k", spark.createDataFrame([(2, "b"), (3, "c")], schema))
+    assert rows(lh.read("d.k")) == [(1, "a"), (2, "b"), (3, "c")]
+    assert [o.op for o in lh.log("main", 1)[0].operations] == ["insert"]  # key 2 unchanged: no tombstone
 
 
 def test_compaction_keeps_rows_and_row_identity(lh, spark, orders):

@@ -19,7 +19,7 @@ from .catalog.schema import Column, Schema, history_entry
 from .catalog.state import SegmentKind, TableState
 from .catalog.tombstones import first_written_in
 from .operations import ObjectKind, Op
-from .storage.difference import NEW, OLD, SIDE, change_counts, difference, differs, observed_changes
+from .storage.difference import KEY_NEW_ROWS, NEW, OLD, SIDE, change_counts, difference, differs, observed_changes
 from .storage.layout import SEGMENT_COLUMN
 from .storage.reader import PREV_FILE, PREV_POS, ROW_FILE, ROW_POS, quote
 
@@ -99,7 +99,10 @@ class RowWrites:
             return
         problems = functools.reduce(lambda a, b: a.unionAll(b), found)
         first = problems.orderBy(F.desc("_bs_problem")).limit(1).collect()
-        worst = first[0][0] if first else None
+        self._refuse(name, schema, key, key_word, first[0][0] if first else None)
+
+    def _refuse(self, name: str, schema: Schema, key: list[str], key_word: str, worst: int | None) -> None:
+        """Raise the error for the worst problem a check of new rows found (None: none)."""
         if worst == _HAS_NULLS:
             raise errors.InvalidArgument(f"the data has NULL in NOT NULL column(s) "
                                          f"{[c.name for c in schema.columns if not c.nullable]} of '{name}': "
@@ -211,19 +214,31 @@ class RowWrites:
             self.record(ObjectKind.TABLE, state.id, name, Op.INSERT, seq=seq, segments_added=[s.id for s in segments])
 
     def _upsert_cached(self, name: str, state: TableState, schema: Schema, new: DataFrame, key: list[str], seq: int):
-        """Check and stage an upsert of the cached conformed rows `new`; returns (segments, tombstone or None)."""
-        self._check_rows(name, state, schema, new, key, "key", against_table=False)
+        """Check and stage an upsert of the cached conformed rows `new`; returns (segments, tombstone or None).
+        On the primary key of a table without partitions the comparison's one write checks the new rows
+        too (_write_difference): no query of its own for the checks."""
         writer, fault = self.lakehouse.writer, self.lakehouse.fault
+        if not (state.segments and self._checked_by_difference(state, key)):
+            self._check_rows(name, state, schema, new, key, "key", against_table=False)
         if not state.segments:
             return writer.write_segments(state, schema, new, seq, SegmentKind.DATA, fault=fault), None
         # Only the keys it writes: their current rows, compared by value with the new ones.
         matched = (self.reader.read(state, with_row_ids=True)
                    .join(new.select(*[quote(k) for k in key]), key, "left_semi"))
-        changed = self._write_difference(state, matched, new, seq)
+        checks = (name, key) if self._checked_by_difference(state, key) else None
+        changed = self._write_difference(state, matched, new, seq, checks=checks)
         if changed is None:  # values that cannot be compared: every matched row is replaced
+            if checks:
+                self._check_rows(name, state, schema, new, key, "key", against_table=False)
             segments = writer.write_segments(state, schema, new, seq, SegmentKind.DATA, fault=fault)
             changed = segments, self._discarding(segments, lambda: self._tombstone(name, state, matched, seq))
         return changed
+
+    @staticmethod
+    def _checked_by_difference(state: TableState, key: list[str]) -> bool:
+        """Whether an upsert's comparison can check its new rows as it writes them: one write (no partitions),
+        on the primary key, which the table holds once at most (so a repeated new key stays unpaired)."""
+        return not state.partition_by and [k.lower() for k in key] == [k.lower() for k in state.primary_key]
 
     def _discarding(self, staged: list, action):
         """Run `action`; if it fails, delete the files of `staged` (segments no commit will reference)."""
@@ -233,26 +248,37 @@ class RowWrites:
             self.lakehouse.writer.discard_segments(staged)
             raise
 
-    def _write_difference(self, state: TableState, old: DataFrame, new: DataFrame, seq: int, staged: list = ()):
+    def _write_difference(self, state: TableState, old: DataFrame, new: DataFrame, seq: int, staged: list = (),
+                          checks: tuple[str, list[str]] | None = None):
         """Stage only what replacing `old` (rows with ids) by `new` (conformed rows) changes: a tombstone of
         the old rows without an identical new row, a segment of the new rows without an identical old row.
         Rows both hold stay as they are: no tombstone, no new row, no change in the feed. `staged`: segments
         already holding `new`'s rows, kept when every new row is added and discarded otherwise. Returns
         (segments, tombstone or None), or None, with nothing staged, when the rows cannot be compared by
         value. With nothing staged and no partitions, one write makes both (writer.write_difference);
-        otherwise the tombstone's write fills a cache of the difference that the segment's write reads."""
+        otherwise the tombstone's write fills a cache of the difference that the segment's write reads.
+        `checks`, (table name, primary key), only with that one write: the write also counts the new rows
+        with a NULL where none may be and the keys they repeat, and refuses them after it (its files deleted)
+        as _check_rows would."""
         schema = self._schema(state)
         writer, fault = self.lakehouse.writer, self.lakehouse.fault
+        assert not (checks and (staged or state.partition_by)), "only the one write checks new rows"
 
         def stage():
-            changed = difference(old, new, [c.name for c in schema.columns])
+            changed = difference(old, new, [c.name for c in schema.columns], key=checks[1] if checks else None)
             if changed is None:
                 return None
             if not staged and not state.partition_by:  # both sides in one write
                 observed = Observation()
+                metrics = change_counts() + (self._check_counts(schema, checks[1]) if checks else [])
+
+                def counts():
+                    if checks:
+                        self._refuse_counted(checks[0], schema, checks[1], observed.get)
+                    return observed_changes(observed)
+
                 segments, tombstone = writer.write_difference(
-                    state, schema, changed.observe(observed, *change_counts()), seq,
-                    lambda: observed_changes(observed), fault=fault)
+                    state, schema, changed.observe(observed, *metrics), seq, counts, fault=fault)
                 if tombstone is not None:
                     self.ns.add_tombstone(tombstone)
                 return segments, tombstone
@@ -280,6 +306,22 @@ class RowWrites:
                 changed.unpersist()
 
         return self._discarding(list(staged), stage)
+
+    @staticmethod
+    def _check_counts(schema: Schema, key: list[str]) -> list:
+        """Metrics of a difference (keyed, difference.KEY_NEW_ROWS) that find what _check_rows finds in its new
+        rows: one with a NULL in a key or NOT NULL column, and a key two new rows share. Such a new row never
+        pairs with an old one (old rows have no NULL there, and one old row pairs with one new row at most)."""
+        required = [quote(c.name) for c in _required_columns(schema, key, False)]
+        nulls = " OR ".join(f"{c} IS NULL" for c in required) or "false"
+        return [F.expr(f"count(CASE WHEN {SIDE} = {NEW} AND ({nulls}) THEN 1 END) AS _bs_null_rows"),
+                F.expr(f"max({KEY_NEW_ROWS}) AS _bs_key_rows")]
+
+    def _refuse_counted(self, name: str, schema: Schema, key: list[str], metrics: dict) -> None:
+        if metrics.get("_bs_null_rows"):
+            self._refuse(name, schema, key, "key", _HAS_NULLS)
+        if (metrics.get("_bs_key_rows") or 0) > 1:
+            self._refuse(name, schema, key, "key", _REPEATS)
 
     def overwrite(self, name: str, df: DataFrame, partitions=None, key_checked: bool = False) -> None:
         """Replace the whole table, or only some partitions (a {column: [values]} mapping, or "dynamic":

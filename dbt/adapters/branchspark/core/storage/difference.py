@@ -6,7 +6,8 @@ old rows are removed and the other new rows added. Identical rows pair one to on
 count (on keyless tables a row's count is what changes). On a keyed table rows are unique per key,
 so this is the per-key comparison of values.
 
-One shuffle on the rows' values, in Spark; the result holds only the changed rows.
+One shuffle on the rows' values (or on a key), in Spark, or none when what they are read from is small
+(one task compares them); the result holds only the changed rows.
 """
 from __future__ import annotations
 
@@ -15,11 +16,13 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..catalog.tombstones import TombstoneSummary
+from ..connect import is_connect
 from .layout import SEGMENT_COLUMN
 from .reader import ROW_FILE, ROW_ID_COLUMNS, ROW_POS, quote
 
 SIDE = "_bs_side"  # 0: an old row the write removes; 1: a new row it adds
 OLD, NEW = 0, 1
+KEY_NEW_ROWS = "_bs_key_new_n"  # with a key: how many new rows have the row's key (1 unless the key repeats)
 _RANK, _OLD_COUNT, _NEW_COUNT = "_bs_rank", "_bs_old_n", "_bs_new_n"
 
 
@@ -78,11 +81,15 @@ def comparable_expression(sql: str, data_type: T.DataType) -> str | None:
     return sql if _orderable(data_type) else None
 
 
-def difference(old: DataFrame, new: DataFrame, columns: list[str]) -> DataFrame | None:
+def difference(old: DataFrame, new: DataFrame, columns: list[str], key: list[str] | None = None
+               ) -> DataFrame | None:
     """Rows of `old` (with row ids) and of `new` that the other lacks, as multisets of `columns`' values.
 
     Returns `columns`, the row-id columns (NULL on new rows) and SIDE; None when a column's type cannot
-    be compared (a map nested in another type), so the caller replaces every row instead."""
+    be compared (a map nested in another type), so the caller replaces every row instead. With `key` (a
+    key `old` holds once at most), the rows are compared clustered by key, which the comparison by value
+    needs no second shuffle for, and each row also carries KEY_NEW_ROWS: a key that repeats in `new`
+    shows on at least one returned row, since one old row pairs with one new row at most."""
     schema = old.schema
     values = [comparable_sql(c, schema[c].dataType) for c in columns]
     if any(v is None for v in values):
@@ -90,7 +97,7 @@ def difference(old: DataFrame, new: DataFrame, columns: list[str]) -> DataFrame 
     names = [quote(c) for c in columns]
     missing = [f"CAST(NULL AS {schema[c].dataType.simpleString()}) AS {c}" for c in ROW_ID_COLUMNS]
     return _unpaired(old.selectExpr(*names, *ROW_ID_COLUMNS), new.selectExpr(*names, *missing), values,
-                     [SEGMENT_COLUMN, ROW_FILE, ROW_POS])
+                     [SEGMENT_COLUMN, ROW_FILE, ROW_POS], [quote(k) for k in key or ()])
 
 
 def unpaired(old: DataFrame, new: DataFrame, columns: list[str], order: list[str]) -> DataFrame | None:
@@ -101,16 +108,49 @@ def unpaired(old: DataFrame, new: DataFrame, columns: list[str], order: list[str
     return None if any(v is None for v in values) else _unpaired(old, new, values, order)
 
 
-def _unpaired(old: DataFrame, new: DataFrame, values: list[str], order: list[str]) -> DataFrame:
+def _unpaired(old: DataFrame, new: DataFrame, values: list[str], order: list[str], key: list[str] = ()
+              ) -> DataFrame:
     rows = old.selectExpr("*", f"{OLD} AS {SIDE}").unionByName(new.selectExpr("*", f"{NEW} AS {SIDE}"))
+    per_key = []
+    if _fits_one_task(rows):
+        rows = rows.coalesce(1)  # one partition is clustered by anything: no shuffle follows
+    elif key:  # rows clustered by key are clustered by value too (the key is part of the value)
+        rows = rows.repartition(*[F.expr(k) for k in key])
+    if key:
+        per_key = [f"sum({SIDE}) OVER (PARTITION BY {', '.join(key)}) AS {KEY_NEW_ROWS}"]
     # Old rows rank first within each distinct row; the first new_n old rows and the first old_n new rows
     # pair up, the rest are the difference.
     each_row = f"PARTITION BY {', '.join(values)}"
     ranked = rows.selectExpr(
         "*", f"row_number() OVER ({each_row} ORDER BY {SIDE}, {', '.join(order)}) AS {_RANK}",
-        f"sum(1 - {SIDE}) OVER ({each_row}) AS {_OLD_COUNT}", f"sum({SIDE}) OVER ({each_row}) AS {_NEW_COUNT}")
+        f"sum(1 - {SIDE}) OVER ({each_row}) AS {_OLD_COUNT}", f"sum({SIDE}) OVER ({each_row}) AS {_NEW_COUNT}",
+        *per_key)
     return (ranked.where(f"({SIDE} = {OLD} AND {_RANK} > {_NEW_COUNT}) OR ({SIDE} = {NEW} AND {_RANK} > 2 * {_OLD_COUNT})")
             .drop(_RANK, _OLD_COUNT, _NEW_COUNT))
+
+
+def _fits_one_task(rows: DataFrame) -> bool:
+    """Whether what the comparison reads is small: every relation behind `rows` (the old and new rows),
+    by Spark's estimate (file sizes for scans), adds up to no more than its broadcast threshold
+    (`spark.sql.autoBroadcastJoinThreshold`). Then one task compares them, in the stage that computes them,
+    where a shuffle would add a stage and a job of fixed cost (docs/performance.md). The inputs are summed, not
+    the plan's own estimate of its output, which for a join is the product of its sides. A Spark Connect
+    client has no estimate, so it shuffles."""
+    if is_connect(rows.sparkSession):
+        return False
+    threshold = rows.sparkSession._jsparkSession.sessionState().conf().autoBroadcastJoinThreshold()
+    if threshold <= 0:  # broadcasts turned off: so is this
+        return False
+    leaves = rows._jdf.queryExecution().analyzed().collectLeaves()
+    total = 0
+    for i in range(leaves.size()):
+        leaf = leaves.apply(i)
+        if leaf.nodeName() == "CTERelationRef":  # a WITH query's name: its definition's relations are leaves too
+            continue
+        total += int(str(leaf.stats().sizeInBytes()))  # a Scala BigInt
+        if total > threshold:
+            return False
+    return True
 
 
 def change_counts() -> list[Column]:

@@ -118,7 +118,11 @@ class SegmentWriter:
         rows.write.mode("error").partitionBy(SIDE).parquet(self.warehouse.uri(segment_dir))
         if fault:
             fault("write.after_files")
-        summary, added = counts()
+        try:
+            summary, added = counts()
+        except BaseException:  # the caller refuses what it counted: nothing of this write stays
+            self.warehouse.delete_dir(segment_dir, missing_ok=True)
+            raise
         removed_dir = f"{segment_dir}/{SIDE}={OLD}"
         added_dir = f"{segment_dir}/{SIDE}={NEW}"
         tombstone = None
