@@ -272,6 +272,21 @@ def test_issue19_case2_changes_of_a_merge_into_a_compacted_table_list_the_delete
     assert_feed_replays(lh, events, before, "dest")
 
 
+def test_ours_over_a_compacted_src_update_lists_no_insert_of_the_row_dest_deleted(lh, events):
+    """The merge brings src's compacted segment and tombstones the updated row in it (dest's delete wins); the
+    tombstone names the segment src compacted away, so it deletes by identity, and the feed must apply it
+    so (found by the model test's long profile)."""
+    lh.branch("src").update(events, "id = 2", {"status": "'shipped'"})
+    lh.branch("src").compact(events)
+    lh.branch("dest").delete(events, "id = 2")
+    before = lh.store.get_branch("dest").head
+    result = lh.merge("src", "dest", on_conflict="ours")
+    assert [c.rule for c in result.resolved] == ["A1"]
+    assert rows(lh.read(events, "dest")) == [(1, "placed"), (3, "placed"), (4, "placed")]
+    assert changes_of_last_commit(lh, events, before, "dest") == ([], [])
+    assert_feed_replays(lh, events, before, "dest")
+
+
 # ------------------------------------------------------------------ case 5
 def test_issue19_case5_ours_on_a_keyless_table_keeps_src_changes_that_do_not_conflict(lh, spark, events):
     src = lh.branch("src")

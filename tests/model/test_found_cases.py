@@ -225,10 +225,10 @@ def test_a_merge_commit_lists_the_delete_of_a_row_dest_holds_in_its_compaction(s
 
 
 # Found by the long profile (2026-11-28, keyless seed 2039, batch 2, t9), on the code of 2026-11-27 (a5b797e) as on
-# 599eb16: src updated rows and compacted; dest renamed a column, added one, dropped the renamed one and deleted
-# rows; settled by ours. The merge's rows are right, but its commit's changes list an insert of a row dest
-# already held (b=2, dr1=3), so replaying the feed from the base gives one row too many. Not fixed yet: kept
-# here, strict, so that the fix turns it into a plain regression test (an unexpected pass fails the suite).
+# 599eb16: src updated a row and compacted; dest deleted it (and renamed, added and dropped columns); settled by
+# ours. The merge brings src's compacted segment and a tombstone for the updated row in it, naming the segment
+# src compacted away. The merge's rows were right, but its commit's changes listed the updated row as inserted
+# (b=2, dr1=3): the feed kept that tombstone off the compacted segment, which the reader applies by identity.
 FEED_OF_OURS_AFTER_SRC_COMPACTED_AND_DEST_DROPPED_A_COLUMN = Case(
     keyed=False, base=[(1, 3, 1, 2), (2, 0, 3, 0), (2, 2, 3, 2)], base_later=[(7, 2, 3, 2), (2, 3, 1, 0), (2, 3, 0, 0)],
     src=[("update", (1, "%2=", 0), 3, ("inc", 2)), ("compact",)],
@@ -236,8 +236,6 @@ FEED_OF_OURS_AFTER_SRC_COMPACTED_AND_DEST_DROPPED_A_COLUMN = Case(
     mode="ours")
 
 
-@pytest.mark.xfail(strict=True, reason="known bug (2026-11-28): the merge commit's feed lists an insert of a row "
-                                       "dest held; see the comment above the case")
-def test_ours_lists_no_insert_of_a_row_dest_held_after_src_compacted(spark):
+def test_ours_lists_no_insert_of_a_src_row_it_tombstones_after_src_compacted(spark):
     problems = run_batch(spark, [FEED_OF_OURS_AFTER_SRC_COMPACTED_AND_DEST_DROPPED_A_COLUMN], merge_back=True)
     assert not problems, "\n".join(problems)
