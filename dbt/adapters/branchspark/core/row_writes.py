@@ -218,14 +218,14 @@ class RowWrites:
         On the primary key of a table without partitions the comparison's one write checks the new rows
         too (_write_difference): no query of its own for the checks."""
         writer, fault = self.lakehouse.writer, self.lakehouse.fault
-        if not (state.segments and self._checked_by_difference(state, key)):
+        checks = (name, key) if state.segments and self._checked_by_difference(state, key) else None
+        if checks is None:
             self._check_rows(name, state, schema, new, key, "key", against_table=False)
         if not state.segments:
             return writer.write_segments(state, schema, new, seq, SegmentKind.DATA, fault=fault), None
         # Only the keys it writes: their current rows, compared by value with the new ones.
         matched = (self.reader.read(state, with_row_ids=True)
                    .join(new.select(*[quote(k) for k in key]), key, "left_semi"))
-        checks = (name, key) if self._checked_by_difference(state, key) else None
         changed = self._write_difference(state, matched, new, seq, checks=checks)
         if changed is None:  # values that cannot be compared: every matched row is replaced
             if checks:

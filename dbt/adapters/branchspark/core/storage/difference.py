@@ -111,13 +111,11 @@ def unpaired(old: DataFrame, new: DataFrame, columns: list[str], order: list[str
 def _unpaired(old: DataFrame, new: DataFrame, values: list[str], order: list[str], key: list[str] = ()
               ) -> DataFrame:
     rows = old.selectExpr("*", f"{OLD} AS {SIDE}").unionByName(new.selectExpr("*", f"{NEW} AS {SIDE}"))
-    per_key = []
     if _fits_one_task(rows):
         rows = rows.coalesce(1)  # one partition is clustered by anything: no shuffle follows
     elif key:  # rows clustered by key are clustered by value too (the key is part of the value)
         rows = rows.repartition(*[F.expr(k) for k in key])
-    if key:
-        per_key = [f"sum({SIDE}) OVER (PARTITION BY {', '.join(key)}) AS {KEY_NEW_ROWS}"]
+    per_key = [f"sum({SIDE}) OVER (PARTITION BY {', '.join(key)}) AS {KEY_NEW_ROWS}"] if key else []
     # Old rows rank first within each distinct row; the first new_n old rows and the first old_n new rows
     # pair up, the rest are the difference.
     each_row = f"PARTITION BY {', '.join(values)}"
