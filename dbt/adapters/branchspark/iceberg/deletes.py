@@ -25,7 +25,15 @@ from ..core.catalog.schema import Schema
 from ..core.catalog.state import SegmentInfo, TableState
 from ..core.catalog.tombstones import TombstoneInfo
 from ..core.storage.layout import SEGMENT_COLUMN, Warehouse, seq_of_segment_name
-from ..core.storage.reader import ROW_FILE, ROW_POS, ROW_SEQ, STORED_IDENTITY_KINDS, TOMB_SEQ, segment_group
+from ..core.storage.reader import (
+    ROW_FILE,
+    ROW_POS,
+    ROW_SEQ,
+    STORED_IDENTITY_KINDS,
+    TOMB_SEQ,
+    moved_tombstones,
+    segment_group,
+)
 
 _POS = "_bs_iceberg_pos"
 _TSEQ_MAX = "_bs_iceberg_tseq"
@@ -72,8 +80,7 @@ def position_deletes(warehouse: Warehouse, table: TableState, schema_of, data: l
                 found[ref.relative].append(memo[key])
     else:
         targets = {g for t in tombstones for g in t.target_segments}
-        # A tombstone whose segment is gone deletes rows a compaction or merge moved (storage/reader.py).
-        moved = bool(targets - {segment_group(d.segment) for d in data})
+        moved = bool(moved_tombstones(tombstones, [d.segment for d in data]))
         for tomb in tombstones:
             for ref in data:
                 stored = ref.segment.kind in STORED_IDENTITY_KINDS

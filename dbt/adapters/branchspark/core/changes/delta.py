@@ -37,6 +37,7 @@ from ..storage.reader import (
     ROW_POS,
     STORED_IDENTITY_KINDS,
     TableReader,
+    moved_tombstones,
     project_column,
     quote,
     segment_group,
@@ -162,11 +163,8 @@ class DeltaReader:
             return [t for t in tombstones if t.seq > floor]
         groups = {segment_group(s) for s in segments}
         moved = set()
-        if any(s.kind in STORED_IDENTITY_KINDS for s in segments):
-            # As the reader applies them: a tombstone whose segment `state` no longer has (a merge brought it
-            # after a compaction) deletes by identity in the segments that store identities.
-            present = {segment_group(s) for s in self.lookup.segment_infos(state.segments)}
-            moved = {t.id for t in tombstones if set(t.target_segments) - present}
+        if any(s.kind in STORED_IDENTITY_KINDS for s in segments):  # where the reader applies them too
+            moved = moved_tombstones(tombstones, self.lookup.segment_infos(state.segments))
         return [t for t in tombstones if (groups & set(t.target_segments) or t.id in moved)
                 and (files is None or not t.target_files or files & set(t.target_files))]
 

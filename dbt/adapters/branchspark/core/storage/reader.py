@@ -66,6 +66,14 @@ def segment_group(segment: SegmentInfo) -> str:
     return after.split("/", 1)[0]
 
 
+def moved_tombstones(tombstones: list[TombstoneInfo], segments: list[SegmentInfo]) -> set[str]:
+    """Ids of the keyless tombstones that name a segment `segments` no longer has: a merge brought them onto a
+    branch that has since compacted those rows, which now live in segments that store their identity, where
+    such a tombstone deletes by identity (SegmentKind.COMPACTION, MERGE)."""
+    present = {segment_group(s) for s in segments}
+    return {t.id for t in tombstones if set(t.target_segments) - present}
+
+
 @dataclass
 class TableReader:
     spark: SparkSession
@@ -83,9 +91,7 @@ class TableReader:
             hit = {segment_group(s) for s in segments} if tombstones else set()
         else:
             hit = {group for tomb in tombstones for group in tomb.target_segments}
-            if hit - {segment_group(s) for s in segments}:
-                # A tombstone names rows whose segment is gone: a merge brought it onto a branch that has
-                # since compacted them, so they now live in a segment that stores their identity.
+            if moved_tombstones(tombstones, segments):
                 hit |= {segment_group(s) for s in segments if s.kind in STORED_IDENTITY_KINDS}
         groups: dict[tuple, list[SegmentInfo]] = defaultdict(list)
         for segment in segments:
