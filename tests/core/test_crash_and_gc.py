@@ -17,7 +17,12 @@ HERE = Path(__file__).parent
 
 
 def parquet_files(warehouse):
-    return sorted(str(p) for p in Path(warehouse).rglob("*.parquet"))
+    return sorted(str(p) for p in walk_files(warehouse) if p.suffix == ".parquet")
+
+
+def walk_files(root):
+    """Every file under `root`; a directory deleted while walking is skipped (os.walk ignores it)."""
+    return [Path(folder) / name for folder, _, names in os.walk(root) for name in names]
 
 
 def writer_command(warehouse, catalog_url, *args, fault=None):
@@ -37,6 +42,7 @@ def run_process(warehouse, catalog_url, *args, fault=None):
     env[WRITER_MARK] = marker = uuid.uuid4().hex
     result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
     wait_for_leftovers(marker)
+    wait_until_settled(warehouse)
     return result
 
 
@@ -61,6 +67,22 @@ def wait_for_leftovers(marker: str, timeout: float = 60) -> None:
         if not alive:
             return
         time.sleep(0.1)
+    raise AssertionError(f"a killed writer's processes still ran {timeout:.0f} s after it died")
+
+
+def wait_until_settled(warehouse, timeout: float = 120, quiet: float = 0.3) -> None:
+    """Under a shared Spark Connect server (CI) a killed writer's other writes run on: the writer writes
+    files in parallel Spark jobs, and the server finishes (or aborts) a job whose client died. Wait until
+    the warehouse holds no job's `_temporary` directory and two listings `quiet` seconds apart agree."""
+    deadline = time.monotonic() + timeout
+    previous = None
+    while time.monotonic() < deadline:
+        listing = set(walk_files(warehouse))
+        if previous == listing and not any("_temporary" in p.parts for p in listing):
+            return
+        previous = listing
+        time.sleep(quiet)
+    raise AssertionError(f"the warehouse kept changing for {timeout:.0f} s after the writer ended")
 
 
 def run_writer(warehouse, catalog_url, branch, table, first_id, fault=None, action="insert"):
@@ -180,7 +202,7 @@ def test_merge_killed_leaves_both_branches_and_reruns(lh, spark, keyed_divergenc
 
 
 def all_files(warehouse):
-    return {str(p) for p in (Path(warehouse) / "tables").rglob("*") if p.is_file()}
+    return {str(p) for p in walk_files(Path(warehouse) / "tables")}
 
 
 def test_gc_killed_mid_delete_deletes_only_garbage_and_reruns(lh, spark, orders, warehouse):
