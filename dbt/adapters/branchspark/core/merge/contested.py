@@ -99,24 +99,32 @@ def update_lineage(replaced: DataFrame, roots: DataFrame, max_depth: int) -> Dat
 
 
 def current_images(live: DataFrame, lineage: DataFrame, columns: list[str], side: str) -> DataFrame:
-    """(root identity, the side's live image of it) from the side's live update rows and their lineage."""
-    return (live.join(lineage, IDENTITY, "inner")
-            .select(F.col(_ROOT_FILE).alias(ROW_FILE), F.col(_ROOT_POS).alias(ROW_POS),
-                    row_struct(columns).alias(f"_bs_{side}_image"))
-            .dropDuplicates(IDENTITY))
+    """(root identity, `_bs_<side>_updated` true, the side's live image of it or null) for every root the side
+    updated, from the side's live update rows and their lineage: a root whose images the side deleted since
+    is still one it updated (SPEC 3.3 names the operation that touched a segment, not the row's end)."""
+    updated = (lineage.select(F.col(_ROOT_FILE).alias(ROW_FILE), F.col(_ROOT_POS).alias(ROW_POS)).distinct()
+               .withColumn(f"_bs_{side}_updated", F.lit(True)))
+    images = (live.join(lineage, IDENTITY, "inner")
+              .select(F.col(_ROOT_FILE).alias(ROW_FILE), F.col(_ROOT_POS).alias(ROW_POS),
+                      row_struct(columns).alias(f"_bs_{side}_image"))
+              .dropDuplicates(IDENTITY))
+    return updated.join(images, IDENTITY, "left")
 
 
 def pair(base: DataFrame, images: dict[str, DataFrame | None], removed_segments: dict[str, set[str]],
          columns: list[str]) -> DataFrame:
     """The paired frame without decisions: for each side, its current row (`s`, `d`; null where it removed the
-    row, the base row where it left it alone) and whether it touched the row (`s_touched`, `d_touched`)."""
+    row, the base row where it left it alone), whether it touched the row (`s_touched`, `d_touched`) and
+    whether an update of its touched it (`s_updated`, `d_updated`; its images may be deleted since)."""
     frame = base
     for side in ("s", "d"):
-        image = f"_bs_{side}_image"
+        image, updated = f"_bs_{side}_image", f"_bs_{side}_updated"
         if images.get(side) is not None:
-            frame = frame.join(images[side], IDENTITY, "left")
+            frame = (frame.join(images[side], IDENTITY, "left")
+                     .withColumn(updated, F.coalesce(F.col(updated), F.lit(False))))
         else:
-            frame = frame.withColumn(image, F.lit(None).cast(base.schema["b"].dataType))
+            frame = (frame.withColumn(image, F.lit(None).cast(base.schema["b"].dataType))
+                     .withColumn(updated, F.lit(False)))
         # An overwrite removes whole segments without tombstones.
         overwritten = F.col(ROW_SEGMENT).isin(sorted(removed_segments.get(side, ()))) if removed_segments.get(side) \
             else F.lit(False)
@@ -124,7 +132,8 @@ def pair(base: DataFrame, images: dict[str, DataFrame | None], removed_segments:
         frame = (frame.withColumn(f"{side}_touched", touched)
                  .withColumn(side, F.when(touched, F.col(image)).otherwise(F.col("b"))))
     return frame.select(F.col(ROW_SEGMENT), F.col(ROW_FILE).alias(ROW_FILE_NAME), F.col(ROW_POS).alias(ROW_POSITION),
-                        "b", "d", "s", "d_touched", "s_touched")
+                        "b", "d", "s", "d_touched", "s_touched", F.col("_bs_s_updated").alias("s_updated"),
+                        F.col("_bs_d_updated").alias("d_updated"))
 
 
 def decide(paired: DataFrame, columns: list[str], contested: dict[str, set[str]], prefer: str | None,
@@ -132,7 +141,8 @@ def decide(paired: DataFrame, columns: list[str], contested: dict[str, set[str]]
     """Rule, merged row and whether it is kept, per contested row.
 
     Without a driver every row is a conflict of its segment's rule (SPEC 3.3 decides per segment), except a
-    row both sides deleted (A2: deleted once). A driver makes the table merge its contested rows as keys
+    row both sides deleted (A2: deleted once) with no update on either side: a row src updated and then
+    deleted the image of is src's update against dest's delete (A1), as a merge without on_conflict reports it. A driver makes the table merge its contested rows as keys
     merge (DataMerger.keyed): a row one side touched takes that side's row; for a row both touched, the
     driver's columns, and the others cell by cell; it conflicts where the driver says so, or where both
     changed an undriven column differently or one deleted what the other updated (unless the driver returns
@@ -154,7 +164,8 @@ def decide(paired: DataFrame, columns: list[str], contested: dict[str, set[str]]
         segment_rule = F.when(d_touched & ~d_in & segment.isin(a1), F.lit(Rule.A1.value)).otherwise(segment_rule)
     settled = F.lit(None).cast("string")
     if driver is None:
-        rule = F.when(both & ~s_in & ~d_in, settled).otherwise(segment_rule)
+        deleted_twice = both & ~s_in & ~d_in & ~F.col("s_updated") & ~F.col("d_updated")
+        rule = F.when(deleted_twice, settled).otherwise(segment_rule)
     else:
         def clashes(c: str) -> SparkColumn:
             return ~s[c].eqNullSafe(b[c]) & ~d[c].eqNullSafe(b[c]) & ~s[c].eqNullSafe(d[c])
