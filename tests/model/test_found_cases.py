@@ -242,11 +242,12 @@ def test_ours_lists_no_insert_of_a_src_row_it_tombstones_after_src_compacted(spa
 
 
 # Found by the long profile (2026-11-28, keyless seed 2059, batch 2): src updated base rows of both base
-# segments, widened a column and deleted; dest inserted, dropped a column, deleted rows of the later base
-# segment (by a column the drop left at index 1) and added a column; merged with theirs. The model reports the
-# update/insert CONFLICT and A1 (src's update and dest's delete touched the same segment); the engine reported
-# only the CONFLICT.
-UPDATE_AGAINST_A_DELETE_AFTER_A_DROPPED_COLUMN = Case(
+# segments, widened a column and deleted the updated rows; dest inserted, dropped a column, deleted the same
+# rows of the later base segment (by a column the drop left at index 1) and added a column; merged with theirs.
+# The model, like a merge without on_conflict, reports the update/insert CONFLICT and A1 (src's update and
+# dest's delete touched the same segment); theirs took the rows for ones deleted on both sides (A2) and
+# reported only the CONFLICT.
+UPDATED_THEN_DELETED_AGAINST_A_DELETE = Case(
     keyed=False, base=[(1, 1, 0, 0), (0, 0, 1, 2), (6, 0, 3, 0)], base_later=[(2, 0, 2, 2), (0, 2, 0, 2), (4, 0, 2, 3)],
     src=[("update", (0, ">=", 2), 0, ("inc", 3)), ("widen", 3), ("delete", (2, ">=", 1))],
     dest=[("insert", [(1, 0, 2, 1), (2, 2, 3, 1), (5, 2, 0, 1)]), ("drop_column", 1), ("delete", (1, "=", 2)),
@@ -254,6 +255,6 @@ UPDATE_AGAINST_A_DELETE_AFTER_A_DROPPED_COLUMN = Case(
     mode="theirs")
 
 
-def test_an_update_against_a_delete_after_a_dropped_column_reports_a1(spark):
-    problems = run_batch(spark, [UPDATE_AGAINST_A_DELETE_AFTER_A_DROPPED_COLUMN], merge_back=True)
+def test_rows_updated_then_deleted_against_a_delete_report_a1_under_theirs(spark):
+    problems = run_batch(spark, [UPDATED_THEN_DELETED_AGAINST_A_DELETE], merge_back=True)
     assert not problems, "\n".join(problems)

@@ -142,8 +142,8 @@ def decide(paired: DataFrame, columns: list[str], contested: dict[str, set[str]]
 
     Without a driver every row is a conflict of its segment's rule (SPEC 3.3 decides per segment), except a
     row both sides deleted (A2: deleted once) with no update on either side: a row src updated and then
-    deleted the image of is src's update against dest's delete (A1), as a merge without on_conflict reports it. A driver makes the table merge its contested rows as keys
-    merge (DataMerger.keyed): a row one side touched takes that side's row; for a row both touched, the
+    deleted the image of is src's update against dest's delete (A1), as a merge without on_conflict reports
+    it. A driver makes the table merge its contested rows as keys merge (DataMerger.keyed): a row one side touched takes that side's row; for a row both touched, the
     driver's columns, and the others cell by cell; it conflicts where the driver says so, or where both
     changed an undriven column differently or one deleted what the other updated (unless the driver returns
     every column). Proposed merged values of a conflict: a column only one side changed takes that side's
