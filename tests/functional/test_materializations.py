@@ -154,3 +154,65 @@ class TestPostHookReadsTheRebuild:
         run_dbt(["seed"])
         run_dbt(["run"])  # the same session: `copied`'s temp view shows the first build until the hook names it
         assert copy() == [(1, 10), (2, 25), (3, 31), (4, 40), (5, 5), (6, 60)]
+
+
+HOOKED = """
+{{ config(materialized='table',
+          pre_hook=[{"sql": "insert into {{ this.schema }}.hook_log select 'pre, before the build', count(*), -1
+                             from {{ this.schema }}.hook_log", "transaction": false},
+                    "insert into {{ this.schema }}.hook_log select 'pre, in the build', count(*), -1
+                     from {{ this.schema }}.hook_log"],
+          post_hook=["insert into {{ this.schema }}.hook_log select 'post, in the build', count(*),
+                      (select count(*) from {{ this }}) from {{ this.schema }}.hook_log",
+                     {"sql": "insert into {{ this.schema }}.hook_log select 'post, after the commit', count(*),
+                              (select count(*) from {{ this }}) from {{ this.schema }}.hook_log",
+                      "transaction": false}]) }}
+select id, amount from {{ ref('events') }}
+"""
+
+SNAPSHOTTED = """
+{% snapshot events_snapshot %}
+{{ config(target_schema=schema, unique_key='id', strategy='check', check_cols=['amount']) }}
+select id, amount from {{ ref('events') }}
+{% endsnapshot %}
+"""
+
+
+class TestHooksAroundTheBuild:
+    """Every materialization runs its hooks through the same two macros (model_build.sql): pre-hooks before
+    and in the build, post-hooks in the build and after its commit, each once and in that order; a snapshot's
+    staging view is dropped between its commit and its later post-hooks."""
+
+    @pytest.fixture(scope="class")
+    def seeds(self):
+        return {"events.csv": EVENTS_V1}
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"hooked.sql": HOOKED}
+
+    @pytest.fixture(scope="class")
+    def snapshots(self):
+        return {"events_snapshot.sql": SNAPSHOTTED}
+
+    def test_hooks_run_once_each_in_order_and_see_the_build(self, project, warehouse_dir):
+        lakehouse = Lakehouse(SparkSession.getActiveSession(), warehouse=warehouse_dir)
+        schema = project.test_schema
+        project.run_sql(f"create table {schema}.hook_log (name string, earlier bigint, model_rows bigint)")
+        run_dbt(["seed"])
+        run_dbt(["run"])
+        logged = [tuple(r) for r in lakehouse.read(f"{schema}.hook_log", at="main").orderBy("earlier").collect()]
+        assert logged == [("pre, before the build", 0, -1), ("pre, in the build", 1, -1),
+                          ("post, in the build", 2, 4), ("post, after the commit", 3, 4)]
+
+    def test_a_snapshot_leaves_no_staging_view(self, project):
+        spark = SparkSession.getActiveSession()
+        run_dbt(["seed"])
+        run_dbt(["snapshot"])
+        write_file(EVENTS_V2, project.project_root, "seeds", "events.csv")
+        run_dbt(["seed"])
+        run_dbt(["snapshot"])  # the second run stages the changes in a session view, then drops it
+        staged = [t.name for t in spark.catalog.listTables() if t.isTemporary and "dbt_tmp" in t.name]
+        assert staged == []
+        rows = project.run_sql(f"select count(*) from {project.test_schema}.events_snapshot", fetch="one")
+        assert rows[0] == 4 + 2 + 2  # ids 2 and 3 changed (a new version each), ids 5 and 6 new

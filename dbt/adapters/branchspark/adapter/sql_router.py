@@ -52,6 +52,7 @@ _TRUNCATE = re.compile(rf"^truncate\s+table\s+(?P<name>{N})\s*$", _FLAGS)
 _ALTER = re.compile(rf"^alter\s+(?:table|view)\s+(?P<name>{N})\s+(?P<rest>.*)$", _FLAGS)
 _MERGE = re.compile(rf"^merge\s+into\s+(?P<name>{N})", _FLAGS)
 _SHOW_SCHEMAS = re.compile(r"^show\s+(?:schemas|databases)\s*(?:like\s+'(?P<like>[^']*)')?\s*$", _FLAGS)
+_COMMIT = re.compile(r"^commit(?:\s+work)?\s*;?$", _FLAGS)
 
 _PARTITION_SPEC = re.compile(r"^partition\s*\((?P<spec>[^)]*)\)\s*", _FLAGS)
 _PARTITIONED_BY = re.compile(r"partitioned\s+by\s*\((?P<cols>[^)]*)\)", _FLAGS)
@@ -87,6 +88,7 @@ class StatementRouter:
             self._alter,
             self._merge,
             self._show_schemas,
+            self._commit,
         ):
             result = handler(statement)
             if result is not None:
@@ -326,6 +328,13 @@ class StatementRouter:
             names = [n for n in names if pattern.match(n)]
         df = self.spark.createDataFrame([(n,) for n in names], "databaseName string")
         return RoutedResult(df=df)
+
+    @staticmethod
+    def _commit(statement: str) -> Optional[RoutedResult]:
+        """`commit` has nothing to do: every statement outside a model build is its own commit, and a build's
+        writes commit together at its end. dbt sends one before the hooks that run outside the build
+        (`transaction: false`, `after_commit`); Spark's parser refuses it."""
+        return RoutedResult(message="COMMIT") if _COMMIT.match(statement) else None
 
 
 def _table_names(tx, database: str) -> List[str]:

@@ -51,9 +51,7 @@
   {%- set existing_relation = load_cached_relation(this) -%}
   {%- set tmp_relation = make_temp_relation(this) -%}
 
-  {{ run_hooks(pre_hooks, inside_transaction=False) }}
-  {% do adapter.begin_model_build(model) %}
-  {{ run_hooks(pre_hooks, inside_transaction=True) }}
+  {{ branchspark_begin_build() }}
 
   {%- if existing_relation is none or existing_relation.is_view or should_full_refresh() -%}
     {% if existing_relation is not none and existing_relation.is_view %}
@@ -86,10 +84,7 @@
     {{ main_sql }}
   {%- endcall %}
 
-  {% do persist_docs(target_relation, model) %}
-  {{ run_hooks(post_hooks, inside_transaction=True) }}
-  {% do adapter.commit_model_build() %}
-  {{ run_hooks(post_hooks, inside_transaction=False) }}
+  {{ branchspark_finish_build(target_relation) }}
 
   {{ return({'relations': [target_relation]}) }}
 {%- endmaterialization %}

@@ -11,9 +11,7 @@
     {{ exceptions.raise_compiler_error("Cannot seed to '{}', it is a view".format(old_relation.render())) }}
   {% endif %}
 
-  {{ run_hooks(pre_hooks, inside_transaction=False) }}
-  {% do adapter.begin_model_build(model) %}
-  {{ run_hooks(pre_hooks, inside_transaction=True) }}
+  {{ branchspark_begin_build() }}
 
   {% set status = adapter.load_seed(target_relation, agate_table, config.get('column_types', {})) %}
   {% set rows_affected = agate_table.rows | length %}
@@ -21,10 +19,7 @@
     -- seed {{ target_relation }}: {{ rows_affected }} rows, loaded as a DataFrame
   {%- endcall %}
 
-  {% do persist_docs(target_relation, model) %}
-  {{ run_hooks(post_hooks, inside_transaction=True) }}
-  {% do adapter.commit_model_build() %}
-  {{ run_hooks(post_hooks, inside_transaction=False) }}
+  {{ branchspark_finish_build(target_relation) }}
 
   {{ return({'relations': [target_relation]}) }}
 {% endmaterialization %}

@@ -20,9 +20,7 @@
     {% do exceptions.relation_wrong_type(target_relation, 'table') %}
   {%- endif -%}
 
-  {{ run_hooks(pre_hooks, inside_transaction=False) }}
-  {% do adapter.begin_model_build(model) %}
-  {{ run_hooks(pre_hooks, inside_transaction=True) }}
+  {{ branchspark_begin_build() }}
 
   {% set strategy_macro = strategy_dispatch(strategy_name) %}
   {% set strategy = strategy_macro(model, "snapshotted_data", "source_data", model['config'], target_relation_exists) %}
@@ -61,14 +59,11 @@
     {{ main_sql }}
   {%- endcall %}
 
-  {% do persist_docs(target_relation, model) %}
-  {{ run_hooks(post_hooks, inside_transaction=True) }}
-  {% do adapter.commit_model_build() %}
-
-  {% if staging_table is defined %}
+  {% call branchspark_finish_build(target_relation) %}
+    {% if staging_table is defined %}
       {% do post_snapshot(staging_table) %}
-  {% endif %}
-  {{ run_hooks(post_hooks, inside_transaction=False) }}
+    {% endif %}
+  {% endcall %}
 
   {{ return({'relations': [target_relation]}) }}
 {% endmaterialization %}

@@ -4,9 +4,7 @@
   {%- set old_relation = adapter.get_relation(database=database, schema=schema, identifier=identifier) -%}
   {%- set target_relation = this.incorporate(type='view') -%}
 
-  {{ run_hooks(pre_hooks, inside_transaction=False) }}
-  {% do adapter.begin_model_build(model) %}
-  {{ run_hooks(pre_hooks, inside_transaction=True) }}
+  {{ branchspark_begin_build() }}
 
   {% if old_relation is not none and not old_relation.is_view %}
     {% do adapter.drop_relation(old_relation) %}
@@ -17,10 +15,7 @@
     {{ get_create_view_as_sql(target_relation, compiled_code) }}
   {%- endcall %}
 
-  {% do persist_docs(target_relation, model) %}
-  {{ run_hooks(post_hooks, inside_transaction=True) }}
-  {% do adapter.commit_model_build() %}
-  {{ run_hooks(post_hooks, inside_transaction=False) }}
+  {{ branchspark_finish_build(target_relation) }}
 
   {{ return({'relations': [target_relation]}) }}
 {% endmaterialization %}
