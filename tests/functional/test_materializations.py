@@ -48,11 +48,15 @@ def d(text):
     return datetime.date.fromisoformat(text)
 
 
-class TestOperationsPerMaterialization:
+class EventsSeeded:
+    """Test classes whose project starts with the `events` seed at its first version."""
+
     @pytest.fixture(scope="class")
     def seeds(self):
         return {"events.csv": EVENTS_V1}
 
+
+class TestOperationsPerMaterialization(EventsSeeded):
     @pytest.fixture(scope="class")
     def models(self):
         return {"by_day.sql": BY_DAY, "delete_insert.sql": DELETE_INSERT, "rebuilt.sql": REBUILT}
@@ -128,13 +132,9 @@ select id, amount from {{ ref('events') }}
 """
 
 
-class TestPostHookReadsTheRebuild:
+class TestPostHookReadsTheRebuild(EventsSeeded):
     """A post-hook reads the table its model just rebuilt: the staged rows, not the earlier version whose
     temp view the session still had (the staged table is shown when a statement first names it)."""
-
-    @pytest.fixture(scope="class")
-    def seeds(self):
-        return {"events.csv": EVENTS_V1}
 
     @pytest.fixture(scope="class")
     def models(self):
@@ -178,14 +178,10 @@ select id, amount from {{ ref('events') }}
 """
 
 
-class TestHooksAroundTheBuild:
+class TestHooksAroundTheBuild(EventsSeeded):
     """Every materialization runs its hooks through the same two macros (model_build.sql): pre-hooks before
-    and in the build, post-hooks in the build and after its commit, each once and in that order; a snapshot's
-    staging view is dropped between its commit and its later post-hooks."""
-
-    @pytest.fixture(scope="class")
-    def seeds(self):
-        return {"events.csv": EVENTS_V1}
+    and in the build, post-hooks in the build and after its commit, each once and in that order; a snapshot drops its
+    staging view (the body it passes to the end of the build)."""
 
     @pytest.fixture(scope="class")
     def models(self):
