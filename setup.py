@@ -53,6 +53,7 @@ setup(
         "uvicorn>=0.30",
         "httptools>=0.6",  # uvicorn parses HTTP with it when installed: about 0.5 ms less per request than h11
         "pyiceberg>=0.12,<0.13",
+        "sqlglot>=30,<31",  # a served view's SQL in Trino's and DuckDB's dialects
     ],
     extras_require={
         "test": ["dbt-tests-adapter>=1.20,<1.21", "pytest>=8,<10", "hypothesis>=6", "pytest-xdist>=3",

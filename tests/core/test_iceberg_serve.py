@@ -12,11 +12,13 @@ import time
 import pytest
 from pyspark.sql import Row
 from pyiceberg.catalog.rest import RestCatalog
-from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
+from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError, NoSuchViewError
 
 from dbt.adapters.branchspark.iceberg.files import ICEBERG_DIR
 from dbt.adapters.branchspark.iceberg.metadata import INEXACT_PROPERTY
+from dbt.adapters.branchspark.core import errors
 from dbt.adapters.branchspark.core.lakehouse import Lakehouse
+from dbt.adapters.branchspark.core.operations import ObjectKind, Op
 from tests.iceberg_clients import BRANCHSPARK, duckdb_attach, duckdb_connection, get, served
 
 TABLES = ["plain", "keyed", "compacted", "keyed_compacted", "evolved", "parted", "empty", "typed", "repartitioned",
@@ -104,6 +106,12 @@ def lake(spark, tmp_path_factory):
         tx.set_partitioning("shop.repartitioned", ["region"])
         tx.insert("shop.repartitioned", df([(i, "eu" if i % 2 else "us") for i in range(4, 8)], "id int, region string"))
     main.delete("shop.repartitioned", "id in (1, 6)")
+    with lh.transaction("main", message="views") as tx:
+        tx.create_view("shop.recent", "SELECT id, upper(name) AS name FROM `shop.plain` WHERE id > 4")
+        tx.create_view("shop.joined", "SELECT k.id, k.name, p.region, r.name AS recent_name FROM `shop.keyed` k "
+                                      "JOIN `shop.parted` p ON k.id = p.id LEFT JOIN `shop.recent` r ON r.id = k.id")
+        tx.create_view("shop.summary", "SELECT region, count(*) AS n, sum(id) AS total, "
+                                       "sort_array(collect_list(id)) AS ids FROM `shop.parted` GROUP BY region")
     lh.create_branch("dev")
     dev = lh.branch("dev")
     dev.insert("shop.plain", df([(100, "dev")], "id int, name string"))
@@ -112,6 +120,7 @@ def lake(spark, tmp_path_factory):
     dev.delete("shop.parted", "id = 4")
     dev.insert("shop.nested", df([(9, (9, "dev"), [], {})], "id int, s struct<a: int, b: string>, tags array<int>, "
                                                             "attrs map<string, int>"))
+    lh.branch("dev").create_view("shop.recent", "SELECT id, name, id * 2 AS twice FROM `shop.plain` WHERE id > 2")
     before_merge = lh.resolve("main")
     with served(warehouse) as url:
         yield {"lh": lh, "url": url, "setup": setup, "before_merge": before_merge, "warehouse": warehouse}
@@ -323,3 +332,142 @@ def test_gc_keeps_metadata_of_reachable_versions_only(lake):
     assert os.path.exists(kept) and not os.path.exists(gone)
     assert any(re.search(rf"/{ICEBERG_DIR}/", f) for f in report.deleted_files)
     _check_both_clients(lake, "main")  # every reachable version still reads
+
+
+VIEWS = ["joined", "recent", "summary"]
+
+
+def _representation(view, dialect: str, version_id: int | None = None) -> str | None:
+    metadata = view.metadata
+    version = next(v for v in metadata.versions if v.version_id == (version_id or metadata.current_version_id))
+    return next((r.root.sql for r in version.representations if r.root.dialect == dialect), None)
+
+
+def _in_spark_catalog(lh, ref: str, tmp_path, spark_sql: dict) -> dict:
+    """Run views' `spark` SQL as Spark with an Iceberg catalog would: `shop`.`table` names resolved in the
+    session catalog, here a database `shop` holding copies of the tables at `ref` and the views (created in
+    the order given, a view before the views that read it), dropped after. Their rows, by view."""
+    spark = lh.spark
+    for name in TABLES + VIEWS:  # branchspark's own session views (`shop.plain`) must not answer for them
+        spark.catalog.dropTempView(f"shop.{name}")
+    spark.sql(f"CREATE DATABASE shop LOCATION '{tmp_path}/shop.db'")
+    try:
+        for name in TABLES:
+            lh.read(f"shop.{name}", at=ref).write.option("path", f"{tmp_path}/{name}").saveAsTable(f"shop.{name}")
+        for name, sql in spark_sql.items():
+            spark.sql(f"CREATE VIEW shop.{name} AS {sql}")
+        return {name: _rows(spark.sql(f"SELECT * FROM shop.{name}").collect(), spark=True) for name in spark_sql}
+    finally:
+        spark.sql("DROP DATABASE shop CASCADE")
+
+
+def test_views_listed_apart_from_tables_with_their_schema(lake):
+    lh, catalog = lake["lh"], _pyiceberg(lake["url"], "main")
+    assert sorted(catalog.list_views("shop")) == [("shop", v) for v in VIEWS]
+    assert not set(VIEWS) & {name for _, name in catalog.list_tables("shop")}
+    assert catalog.view_exists(("shop", "recent")) and not catalog.view_exists(("shop", "plain"))
+    expected_types = {"joined": ["int", "string", "string", "string"], "recent": ["int", "string"],
+                      "summary": ["string", "long", "long", "list<int>"]}
+    for name in VIEWS:
+        view = catalog.load_view(("shop", name))
+        version = next(v for v in view.metadata.versions if v.version_id == view.metadata.current_version_id)
+        schema = next(s for s in view.metadata.schemas if s.schema_id == version.schema_id)
+        assert [f.name for f in schema.fields] == lh.read(f"shop.{name}").columns, name
+        assert [str(f.field_type) for f in schema.fields] == expected_types[name], name
+        assert tuple(version.default_namespace) == ("shop",)
+        assert "`shop`.`parted`" in _representation(view, "spark") or name == "recent"
+    # Trino's array_sort cannot put NULLs first as Spark's sort_array does: no trino SQL rather than a wrong one
+    summary = catalog.load_view(("shop", "summary"))
+    assert _representation(summary, "trino") is None and _representation(summary, "duckdb") is not None
+    assert '"shop"."plain"' in _representation(catalog.load_view(("shop", "recent")), "trino")
+
+
+def test_view_sql_read_by_duckdb_and_spark_equals_lakehouse_read(lake, tmp_path):
+    """Each served view's `duckdb` SQL, run by DuckDB over the served tables, and its `spark` SQL, run by
+    Spark over the same tables in its own catalog, read the rows Lakehouse.read of the view reads.
+    DuckDB 1.5 loads no Iceberg view itself, so the test expands them as an engine that does would: as
+    DuckDB views, in a schema `shop` of its own beside the served tables (`joined` reads `recent`)."""
+    lh = lake["lh"]
+    con = duckdb_connection()
+    for ref in ("main", "dev"):
+        catalog = _pyiceberg(lake["url"], ref)
+        duckdb_attach(con, lake["url"], ref, f"lake_{ref}")
+        con.execute("USE memory")
+        con.execute("DROP SCHEMA IF EXISTS shop CASCADE")
+        con.execute("CREATE SCHEMA shop")
+        for name in TABLES:
+            con.execute(f"CREATE VIEW shop.{name} AS SELECT * FROM lake_{ref}.shop.{name}")
+        served_views = {name: catalog.load_view(("shop", name)) for name in VIEWS}
+        for name in ("recent", "summary", "joined"):  # a view before the views that read it
+            con.execute(f"CREATE VIEW shop.{name} AS {_representation(served_views[name], 'duckdb')}")
+        in_spark = _in_spark_catalog(lh, ref, tmp_path / ref, {
+            name: _representation(served_views[name], "spark") for name in ("recent", "summary", "joined")})
+        for name in VIEWS:
+            expected = _rows(lh.read(f"shop.{name}", at=ref).collect(), spark=True)
+            assert expected, (ref, name)
+            assert _rows(con.execute(f"SELECT * FROM shop.{name}").fetchall()) == expected, (ref, name, "duckdb")
+            assert in_spark[name] == expected, (ref, name, "spark")
+
+
+def test_view_versions_follow_the_branch_history(lake):
+    """dev replaced `shop.recent`: its metadata holds main's version, then dev's, each with its schema; at a
+    commit before the views existed there are none."""
+    dev = _pyiceberg(lake["url"], "dev").load_view(("shop", "recent")).metadata
+    assert [v.version_id for v in dev.versions] == [1, 2] and dev.current_version_id == 2
+    assert [e.version_id for e in dev.version_log] == [1, 2]
+    first, second = (next(s for s in dev.schemas if s.schema_id == v.schema_id) for v in dev.versions)
+    assert [f.name for f in first.fields] == ["id", "name"] and [f.name for f in second.fields] == ["id", "name", "twice"]
+    main = _pyiceberg(lake["url"], "main").load_view(("shop", "recent")).metadata
+    assert [v.version_id for v in main.versions] == [1]
+    assert main.versions[0].representations == dev.versions[0].representations
+    setup = lake["setup"]
+    assert _pyiceberg(lake["url"], f"main@{setup.id}").list_views("shop") == []
+
+
+def test_view_not_found_shapes(lake):
+    url = lake["url"]
+    prefix = get(url, "/v1/config", warehouse="main").json()["overrides"]["prefix"]
+    for path in ("views/nothere", "views/plain"):  # no such view; a table is not a view
+        body = get(url, f"/v1/{prefix}/namespaces/shop/{path}").json()["error"]
+        assert body["code"] == 404 and body["type"] == "NoSuchViewException", path
+        assert f"view 'shop.{path.split('/')[1]}' does not exist on branch 'main'" in body["message"]
+        assert get(url, f"/v1/{prefix}/namespaces/shop/{path}", method="HEAD").status_code == 404
+    assert get(url, f"/v1/{prefix}/namespaces/shop/views/recent", method="HEAD").status_code == 204
+    body = get(url, f"/v1/{prefix}/namespaces/shop/tables/recent").json()["error"]  # a view is not a table
+    assert body["code"] == 404 and body["type"] == "NoSuchTableException"
+    body = get(url, f"/v1/{prefix}/namespaces/nodb/views").json()["error"]
+    assert body["code"] == 404 and body["type"] == "NoSuchNamespaceException"
+    with pytest.raises(NoSuchViewError, match="shop.nothere"):
+        _pyiceberg(url, "main").load_view(("shop", "nothere"))
+    refused = get(url, f"/v1/{prefix}/namespaces/shop/views", method="POST")
+    assert refused.status_code == 403 and "read-only" in refused.json()["error"]["message"]
+
+
+def test_view_without_a_recorded_schema_says_how_to_serve_it(lake):
+    """A view stored before branchspark recorded views' schemas: listed, and loading it names the fix."""
+    lh = lake["lh"]
+    lh.create_branch("legacy")
+    try:
+        with lh.transaction("legacy", message="a view as an older branchspark stored it") as tx:
+            state = tx.ns.table(tx.ns.table_id("shop.recent"))
+            tx.ns.put_table(state.evolve(properties={}))
+            tx.record(ObjectKind.VIEW, state.id, "shop.recent", Op.ALTER_VIEW)
+        prefix = get(lake["url"], "/v1/config", warehouse="legacy").json()["overrides"]["prefix"]
+        assert {"namespace": ["shop"], "name": "recent"} in \
+            get(lake["url"], f"/v1/{prefix}/namespaces/shop/views").json()["identifiers"]
+        body = get(lake["url"], f"/v1/{prefix}/namespaces/shop/views/recent").json()["error"]
+        assert body["code"] == 501 and "shop.recent has no recorded output schema" in body["message"]
+        assert "dbt run" in body["message"] and "\n" not in body["message"]
+        assert lh.snapshot("legacy").table("shop.recent").properties == {}  # the reserved property is not shown
+    finally:
+        lh.drop_branch("legacy", force=True)
+
+
+def test_view_with_an_invalid_query_is_refused_and_changes_nothing(lake):
+    lh = lake["lh"]
+    head = lh.get_branch("dev").head
+    with pytest.raises(errors.InvalidArgument) as caught:
+        lh.branch("dev").create_view("shop.broken", "SELECT nope FROM `shop.plain`")
+    message = str(caught.value)
+    assert message.startswith("view 'shop.broken' has an invalid query:") and "nope" in message, message
+    assert "\n" not in message and lh.get_branch("dev").head == head

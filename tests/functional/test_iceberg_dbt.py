@@ -1,10 +1,13 @@
-"""A dbt project built on a branch by dbt, then read by DuckDB through `branchspark serve` (issue 21)."""
+"""A dbt project built on a branch by dbt, then read by DuckDB through `branchspark serve` (issue 21): its
+tables, and its view model through the view's served SQL."""
 import pytest
 from pyspark.sql import SparkSession
 
 from dbt.adapters.branchspark.core.lakehouse import Lakehouse
 from dbt.tests.util import run_dbt, write_file
 from tests.functional.test_dbt_branches import CITY_SCORES, PEOPLE_LATEST, SEED_A, SEED_B, STG_PEOPLE, _profile
+from pyiceberg.catalog.rest import RestCatalog
+
 from tests.iceberg_clients import duckdb_attach, duckdb_connection, served
 
 
@@ -39,6 +42,17 @@ class TestDbtBranchReadByDuckDB:
                 assert got == expected and got, table
             assert (1, "Ada", "Lyon", 15, "feature_a") in con.execute(
                 f"SELECT * FROM lake.{schema}.people_latest").fetchall()
+            # the view model: its schema, and its SQL as DuckDB runs it over the served tables
+            view = RestCatalog("bs", uri=url, warehouse="feature_a").load_view((schema, "stg_people")).metadata
+            version = next(v for v in view.versions if v.version_id == view.current_version_id)
+            fields = next(s for s in view.schemas if s.schema_id == version.schema_id).fields
+            assert [f.name for f in fields] == ["id", "name", "city", "score"]
+            duckdb_sql = next(r.root.sql for r in version.representations if r.root.dialect == "duckdb")
+            con.execute(f"USE lake.{schema}")
+            expected = sorted((tuple(r) for r in lakehouse.read(f"{schema}.stg_people", at="feature_a").collect()),
+                              key=repr)
+            assert sorted(con.execute(duckdb_sql).fetchall(), key=repr) == expected and expected
+            con.execute("USE memory")
             duckdb_attach(con, url, "main", "main_lake")  # main never got the branch's tables
             on_main = con.execute("SELECT table_name FROM duckdb_tables() WHERE database_name = 'main_lake' "
                                   f"AND schema_name = '{schema}'").fetchall()

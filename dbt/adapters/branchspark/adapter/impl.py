@@ -229,9 +229,9 @@ class BranchSparkAdapter(SparkAdapter):
 
         def run():
             view_sql = router.qualify(sql)
-            router.spark.sql(view_sql).schema  # an invalid query fails here, with Spark's message
+            schema = router.spark.sql(view_sql).schema  # an invalid query fails here, with Spark's message
             with self._write(f"view {name}") as w:
-                w.tx.create_view(name, view_sql, replace=True)
+                w.tx.create_view(name, view_sql, replace=True, schema=schema)
                 w.changed(name)
 
         self._run(f"build {name}", run)

@@ -147,9 +147,9 @@ class StatementRouter:
         if as_at < 0:
             raise ValueError(f"cannot read the view definition of {name}: expected `AS <query>`")
         view_sql = self.qualify(rest[as_at + 2 :].strip())
-        self.spark.sql(view_sql).schema  # fails now, with Spark's message, if the query is invalid
+        schema = self.spark.sql(view_sql).schema  # fails now, with Spark's message, if the query is invalid
         with self.write(f"create view {name}") as w:
-            w.tx.create_view(name, view_sql, replace=True)
+            w.tx.create_view(name, view_sql, replace=True, schema=schema)
             w.changed(name)
         return RoutedResult(message="CREATE VIEW")
 

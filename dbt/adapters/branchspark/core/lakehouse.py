@@ -34,11 +34,11 @@ from .merge.strategies import merge_branch
 from .operations import ObjectKind, Op
 from .spark_errors import unreadable_file
 from .spark_session import local_session
-from .sql_text import QUOTED, quote_identifier, tokens, unquote
 from .storage.layout import SEGMENT_COLUMN, Warehouse, metadata_roots
 from .storage.reader import TableReader
 from .storage.writer import SegmentWriter
 from .transaction import Transaction
+from .view_relations import register_relations
 
 FAULT_ENV = "BRANCHSPARK_FAULT"
 
@@ -153,20 +153,9 @@ class Snapshot:
             raise unreadable_file(exc, self.lakehouse.store.table_name) or exc from None
 
     def _register_relations(self, sql: str, seen: set[str]) -> None:
-        """The relations a view's SQL names (`database.table`, quoted, as dbt writes them) as session temp
-        views of this commit, so the view reads in any session, also one dbt never set up."""
-        for kind, start, end in tokens(sql):
-            name = unquote(sql[start:end]).lower()
-            if kind != QUOTED or name in seen or not self.has_table(name):
-                continue
-            seen.add(name)
-            state = self.state(name)
-            if state.kind == ObjectKind.VIEW:
-                self._register_relations(state.view_sql, seen)
-                self.lakehouse.spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW {quote_identifier(name)} AS "
-                                         f"{state.view_sql}")
-            else:
-                self.reader.read(state).createOrReplaceTempView(quote_identifier(name))
+        """The relations a view's SQL names as session temp views of this commit, so the view reads in any
+        session, also one dbt never set up."""
+        register_relations(self.lakehouse.spark, sql, seen, self.has_table, self.state, self.reader.read)
 
 
 class BranchOps:

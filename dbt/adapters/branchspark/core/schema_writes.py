@@ -14,9 +14,10 @@ from pyspark.sql import types as T
 from . import errors, spark_errors
 from .catalog.namespace import check_name, split_name
 from .catalog.schema import Column, Schema, check_widening, history_entry, parse_type
-from .catalog.state import DatabaseState, TableState
+from .catalog.state import VIEW_SCHEMA_PROPERTY, DatabaseState, TableState
 from .operations import ObjectKind, Op
-from .storage.reader import quote
+from .storage.reader import TableReader, quote
+from .view_relations import register_relations
 
 
 class SchemaWrites:
@@ -316,21 +317,37 @@ class SchemaWrites:
                                          f"expression: {spark_errors.first_line(exc)}") from None
 
     # --------------------------------------------------------------- views
-    def create_view(self, name: str, sql: str, replace: bool = True) -> None:
+    def create_view(self, name: str, sql: str, replace: bool = True, schema: T.StructType | None = None) -> None:
+        """`schema`: the query's output schema when the caller has analysed it already (dbt has); else the
+        query is analysed here. An invalid query is refused, with Spark's message."""
         db_name, view_name = split_name(name)
         check_name("view", view_name)
         database_id = self.ns.database_id(db_name)
         table_id = self.ns.table_id(name, required=False)
-        if table_id is not None:
-            existing = self.ns.table(table_id)
-            if existing.kind != ObjectKind.VIEW or not replace:
-                raise errors.AlreadyExists(existing.kind, name, self.branch)
-            self.ns.put_table(existing.evolve(view_sql=sql))
+        existing = self.ns.table(table_id) if table_id is not None else None
+        if existing is not None and (existing.kind != ObjectKind.VIEW or not replace):
+            raise errors.AlreadyExists(existing.kind, name, self.branch)
+        schema = schema if schema is not None else self._view_schema(name, sql)
+        properties = {**(existing.properties if existing else {}), VIEW_SCHEMA_PROPERTY: schema.json()}
+        if existing is not None:
+            self.ns.put_table(existing.evolve(view_sql=sql, properties=properties))
             self.record(ObjectKind.VIEW, table_id, name, Op.ALTER_VIEW)
             return
-        state = TableState(None, uuid.uuid4().hex, database_id, view_name, ObjectKind.VIEW, view_sql=sql)
+        state = TableState(None, uuid.uuid4().hex, database_id, view_name, ObjectKind.VIEW, properties,
+                           view_sql=sql)
         self.ns.put_table(state)
         self.record(ObjectKind.VIEW, state.id, name, Op.CREATE)
+
+    def _view_schema(self, name: str, sql: str) -> T.StructType:
+        """The output schema of a view's query, analysed (not run) over this transaction's relations."""
+        plain = TableReader(self.spark, self.lakehouse.warehouse, self.ns)  # names looked up, no rows read
+        register_relations(self.spark, sql, {name.lower()}, self.has_table,
+                           lambda n: self.ns.table(self.ns.table_id(n)), plain.read)
+        try:
+            return self.spark.sql(sql).schema
+        except PySparkException as exc:
+            raise errors.InvalidArgument(f"view '{name}' has an invalid query: {spark_errors.first_line(exc)}; "
+                                         f"fix its SQL (it names relations as `database.table`)") from None
 
     # ------------------------------------------------------------- restore
     def restore_table(self, name: str, source_state: TableState, source_database: str) -> None:

@@ -249,7 +249,7 @@ class _Build:
             "total-data-files": str(len(all_refs)), "total-records": str(records - deleted_rows),
             "total-delete-files": str(len(doomed)), "total-position-deletes": str(deleted_rows)})
         snapshot = Snapshot(snapshot_id=snapshot_id, parent_snapshot_id=parent.snapshot_id if parent else None,
-                            sequence_number=seq, timestamp_ms=_ms(version.commit), manifest_list=out.location,
+                            sequence_number=seq, timestamp_ms=commit_ms(version.commit), manifest_list=out.location,
                             summary=summary, schema_id=self.schema_ids[table.schema_id])
         return snapshot, kept
 
@@ -380,7 +380,7 @@ class _Build:
         return json.loads(metadata.model_dump_json(exclude_none=True))
 
 
-def _ms(commit: CommitInfo) -> int:
+def commit_ms(commit: CommitInfo) -> int:
     moment = commit.ts if commit.ts.tzinfo is not None else commit.ts.replace(tzinfo=timezone.utc)  # naive UTC
     return int(moment.timestamp() * 1000)
 

@@ -1,5 +1,5 @@
-"""The Iceberg REST catalog API (apache/iceberg open-api/rest-catalog-open-api.yaml), read side, as a
-Starlette app mounted at /iceberg.
+"""The Iceberg REST catalog API (apache/iceberg open-api/rest-catalog-open-api.yaml), read side (tables and
+views), as a Starlette app mounted at /iceberg.
 
 `GET /v1/config?warehouse=<ref>` answers a URL prefix that carries the ref, so every later request names
 its branch or version. Errors use the protocol's shape: {"error": {"message", "type", "code"}}.
@@ -19,7 +19,7 @@ from starlette.routing import Mount, Route
 
 from ..core import errors
 from .schema import Unsupported
-from .service import CatalogService
+from .service import CatalogService, ViewNotFound
 
 READ_ONLY = ("branchspark serve is read-only: write on a branch with branchspark (dbt run with a target on that "
              "branch, or Lakehouse.transaction in Python) and publish with merge_branch")
@@ -28,6 +28,8 @@ _ENDPOINTS = [
     "GET /v1/{prefix}/namespaces", "GET /v1/{prefix}/namespaces/{namespace}",
     "HEAD /v1/{prefix}/namespaces/{namespace}", "GET /v1/{prefix}/namespaces/{namespace}/tables",
     "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}", "HEAD /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+    "GET /v1/{prefix}/namespaces/{namespace}/views", "GET /v1/{prefix}/namespaces/{namespace}/views/{view}",
+    "HEAD /v1/{prefix}/namespaces/{namespace}/views/{view}",
 ]
 
 
@@ -88,18 +90,33 @@ class _Handlers:
                              "properties": {k: str(v) for k, v in database.properties.items()}})
 
     def tables(self, request: Request) -> Response:
+        return self._names(request, "table")
+
+    def views(self, request: Request) -> Response:
+        return self._names(request, "view")
+
+    def _names(self, request: Request, kind: str) -> Response:
         database = self._namespace(request)
-        names = self.service.names(self._snapshot(request), database, "table")
+        names = self.service.names(self._snapshot(request), database, kind)
         return JSONResponse({"identifiers": [{"namespace": [database], "name": n} for n in names]})
 
     def table(self, request: Request) -> Response:
         snapshot, database = self._snapshot(request), self._namespace(request)
         name = request.path_params["table"]
         if request.method == "HEAD":
-            if not self.service.has_table(snapshot, database, name):
+            if not self.service.has(snapshot, database, name, "table"):
                 raise errors.TableNotFound(f"{database}.{name}", snapshot.ns.label)
             return Response(status_code=204)
         return Response(self.service.load_table(snapshot, database, name), media_type="application/json")
+
+    def view(self, request: Request) -> Response:
+        snapshot, database = self._snapshot(request), self._namespace(request)
+        name = request.path_params["view"]
+        if request.method == "HEAD":
+            if not self.service.has(snapshot, database, name, "view"):
+                raise ViewNotFound(f"{database}.{name}", snapshot.ns.label)
+            return Response(status_code=204)
+        return Response(self.service.load_view(snapshot, database, name), media_type="application/json")
 
 
 def _handle(method):
@@ -116,6 +133,8 @@ def _handle(method):
             return error(404, "NoSuchNamespaceException", str(exc))
         except errors.TableNotFound as exc:
             return error(404, "NoSuchTableException", str(exc))
+        except ViewNotFound as exc:
+            return error(404, "NoSuchViewException", str(exc))
         except Unsupported as exc:
             return error(501, "UnsupportedOperationException", str(exc))
         except errors.BranchsparkError as exc:
@@ -153,6 +172,8 @@ def create_app(service: CatalogService, token: str | None = None) -> Starlette:
         Route("/v1/{prefix}/namespaces/{namespace}", _handle(handlers.namespace), methods=every),
         Route("/v1/{prefix}/namespaces/{namespace}/tables", _handle(handlers.tables), methods=every),
         Route("/v1/{prefix}/namespaces/{namespace}/tables/{table}", _handle(handlers.table), methods=every),
+        Route("/v1/{prefix}/namespaces/{namespace}/views", _handle(handlers.views), methods=every),
+        Route("/v1/{prefix}/namespaces/{namespace}/views/{view}", _handle(handlers.view), methods=every),
         Route("/v1/{rest:path}", _refuse, methods=every),
     ]
     middleware = [Middleware(_BearerToken, token=token)] if token else []

@@ -21,6 +21,13 @@ from ..core.catalog.store import CatalogStore
 from ..core.lakehouse import Lakehouse, Snapshot
 from ..core.operations import ObjectKind
 from .metadata import MetadataBuilder, VersionAt
+from .views import ViewMetadataBuilder
+
+class ViewNotFound(errors.NotFound):
+    def __init__(self, name: str, branch: str):
+        super().__init__(f"view '{name}' does not exist on branch '{branch}': check the name, or whether it was "
+                         f"dropped on this branch")
+
 
 _COMMIT_ID = re.compile(r"^[0-9a-fA-F]{6,32}$")
 _LOADED_LIMIT = 256
@@ -31,6 +38,7 @@ class CatalogService:
         self.lakehouse = lakehouse
         store = lakehouse.store
         self.builder = MetadataBuilder(lakehouse.warehouse, Namespace(store, Root({}, {}), "serve"))
+        self.view_builder = ViewMetadataBuilder(lakehouse.warehouse)
         # Branch heads are the one thing a request must read fresh: through connections kept open.
         self._branches = CatalogStore(store.url, pooled=True)
         self._loaded: OrderedDict[tuple[str, str], bytes] = OrderedDict()
@@ -70,25 +78,37 @@ class CatalogService:
     def _kind(self, snapshot: Snapshot, database: str, name: str) -> str:
         return snapshot.state(f"{database}.{name}").kind
 
-    def has_table(self, snapshot: Snapshot, database: str, name: str) -> bool:
+    def has(self, snapshot: Snapshot, database: str, name: str, kind: str) -> bool:
         snapshot.ns.database_id(database)
-        return snapshot.has_table(f"{database}.{name}") and self._kind(snapshot, database, name) == "table"
+        return snapshot.has_table(f"{database}.{name}") and self._kind(snapshot, database, name) == kind
 
     # ---------------------------------------------------------------- load
     def load_table(self, snapshot: Snapshot, database: str, name: str) -> bytes:
         """The loadTable response body: {"metadata-location", "metadata", "config"} as JSON."""
+        return self._load(snapshot, database, name, ObjectKind.TABLE)
+
+    def load_view(self, snapshot: Snapshot, database: str, name: str) -> bytes:
+        """The loadView response body: {"metadata-location", "metadata", "config"} as JSON."""
+        return self._load(snapshot, database, name, ObjectKind.VIEW)
+
+    def _load(self, snapshot: Snapshot, database: str, name: str, kind: str) -> bytes:
         full_name = f"{database}.{name}"
         snapshot.ns.database_id(database)
-        table_id = snapshot.ns.table_id(full_name)
-        if snapshot.state(full_name).kind != ObjectKind.TABLE:
-            raise errors.TableNotFound(full_name, snapshot.ns.label)
+        table_id = snapshot.ns.table_id(full_name, required=kind == ObjectKind.TABLE)
+        if table_id is None or snapshot.ns.table(table_id).kind != kind:
+            raise (errors.TableNotFound(full_name, snapshot.ns.label) if kind == ObjectKind.TABLE
+                   else ViewNotFound(full_name, snapshot.ns.label))
         key = (snapshot.commit.id, table_id)
         with self._lock:
             hit = self._loaded.get(key)
             if hit is not None:
                 self._loaded.move_to_end(key)
                 return hit
-        location, metadata = self.builder.metadata(full_name, self._chain(snapshot.commit, table_id))
+        chain = self._chain(snapshot.commit, table_id)
+        if kind == ObjectKind.TABLE:
+            location, metadata = self.builder.metadata(full_name, chain)
+        else:
+            location, metadata = self.view_builder.metadata(full_name, chain, snapshot.has_table)
         found = json.dumps({"metadata-location": location, "metadata": metadata, "config": {}}).encode()
         with self._lock:
             self._loaded[key] = found

@@ -11,7 +11,8 @@ import uuid
 from dataclasses import replace
 
 from .. import errors
-from .state import ColumnInfo, DatabaseInfo, DatabaseState, Root, SegmentInfo, TableInfo, TableState
+from .state import (VIEW_SCHEMA_PROPERTY, ColumnInfo, DatabaseInfo, DatabaseState, Root, SegmentInfo, TableInfo,
+                    TableState)
 from .schema import Schema
 from .tombstones import TombstoneInfo
 from .store import CatalogStore
@@ -180,7 +181,8 @@ class Namespace:
             columns = tuple(ColumnInfo(c.name, c.type, c.nullable, c.default)
                             for c in self.schema(state.schema_id).columns)
         database = self.databases[state.database_id][1]
-        return TableInfo(state.id, database, state.name, state.kind, dict(state.properties), state.partition_by,
+        properties = {k: v for k, v in state.properties.items() if k != VIEW_SCHEMA_PROPERTY}
+        return TableInfo(state.id, database, state.name, state.kind, properties, state.partition_by,
                          state.primary_key, columns, state.view_sql)
 
 

@@ -45,6 +45,12 @@ class DatabaseState:
         return replace(self, version_id=None, **changes)
 
 
+# A view's output schema (Spark's JSON of its StructType), kept with the view's SQL as one of its properties
+# (no catalog column of its own): what `branchspark serve` describes to Iceberg clients, which need a
+# view's schema without running its query.
+VIEW_SCHEMA_PROPERTY = "branchspark.view-schema"
+
+
 @dataclass(frozen=True)
 class TableState:
     version_id: str | None  # None until committed
@@ -63,6 +69,11 @@ class TableState:
 
     def evolve(self, **changes) -> "TableState":
         return replace(self, version_id=None, **changes)
+
+    @property
+    def view_schema_json(self) -> str | None:
+        """A view's output schema as recorded when it was created or replaced (None: not recorded)."""
+        return self.properties.get(VIEW_SCHEMA_PROPERTY) if self.kind == "view" else None
 
 
 @dataclass(frozen=True)
