@@ -320,16 +320,24 @@ def test_writes_refused_naming_the_branchspark_way(lake):
     assert lake["lh"].read("shop.plain").count() > 0 and not lake["lh"].snapshot("main").has_database("newdb")
 
 
+def _prefix(lake, ref: str) -> str:
+    return get(lake["url"], "/v1/config", warehouse=ref).json()["overrides"]["prefix"]
+
+
 def test_gc_keeps_metadata_of_reachable_versions_only(lake):
     lh, spark_df = lake["lh"], lake["lh"].spark.createDataFrame
     lh.create_branch("scratch")
     lh.branch("scratch").insert("shop.plain", spark_df([(999, "tmp")], "id int, name string"))
+    lh.branch("scratch").create_view("shop.recent", "SELECT id FROM `shop.plain` WHERE id > 50")
     kept = _pyiceberg(lake["url"], "main").load_table(("shop", "plain")).metadata_location
     gone = _pyiceberg(lake["url"], "scratch").load_table(("shop", "plain")).metadata_location
-    assert os.path.exists(gone)
-    lh.drop_branch("scratch", force=True)  # its one commit is on no other branch
+    view_kept = get(lake["url"], f"/v1/{_prefix(lake, 'main')}/namespaces/shop/views/recent").json()
+    view_gone = get(lake["url"], f"/v1/{_prefix(lake, 'scratch')}/namespaces/shop/views/recent").json()
+    assert os.path.exists(gone) and os.path.exists(view_gone["metadata-location"])
+    lh.drop_branch("scratch", force=True)  # its commits are on no other branch
     report = lh.gc(grace_seconds=0)
     assert os.path.exists(kept) and not os.path.exists(gone)
+    assert os.path.exists(view_kept["metadata-location"]) and not os.path.exists(view_gone["metadata-location"])
     assert any(re.search(rf"/{ICEBERG_DIR}/", f) for f in report.deleted_files)
     _check_both_clients(lake, "main")  # every reachable version still reads
 
