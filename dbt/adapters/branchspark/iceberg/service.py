@@ -23,6 +23,7 @@ from ..core.operations import ObjectKind
 from .metadata import MetadataBuilder, VersionAt
 from .views import ViewMetadataBuilder
 
+
 class ViewNotFound(errors.NotFound):
     def __init__(self, name: str, branch: str):
         super().__init__(f"view '{name}' does not exist on branch '{branch}': check the name, or whether it was "
@@ -94,8 +95,8 @@ class CatalogService:
     def _load(self, snapshot: Snapshot, database: str, name: str, kind: str) -> bytes:
         full_name = f"{database}.{name}"
         snapshot.ns.database_id(database)
-        table_id = snapshot.ns.table_id(full_name, required=kind == ObjectKind.TABLE)
-        if table_id is None or snapshot.ns.table(table_id).kind != kind:
+        table_id = snapshot.ns.table_id(full_name, required=False)
+        if table_id is None or snapshot.ns.table(table_id).kind != kind:  # a view is no table, nor the reverse
             raise (errors.TableNotFound(full_name, snapshot.ns.label) if kind == ObjectKind.TABLE
                    else ViewNotFound(full_name, snapshot.ns.label))
         key = (snapshot.commit.id, table_id)
