@@ -32,7 +32,8 @@ def _is_loopback(host: str) -> bool:
 def serve(obj, host, port, token):
     """Serve the branches read-only as an Apache Iceberg REST catalog at http://HOST:PORT/iceberg.
 
-    A client's `warehouse` picks the branch: main, dev, dev@<commit id> or dev@<ISO time>."""
+    A client's `warehouse` picks the branch: main, dev, dev@<commit id> or dev@<ISO time>. Namespaces are
+    databases, with their tables and views."""
     if not _is_loopback(host) and not token:
         raise errors.InvalidArgument(f"--host {host} would let other machines read every branch: give --token "
                                      f"(or BRANCHSPARK_SERVE_TOKEN) so that each request must carry it, or serve on "
