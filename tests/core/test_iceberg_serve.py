@@ -1,6 +1,8 @@
 """`branchspark serve` read by real Iceberg clients (pyiceberg's RestCatalog, DuckDB's iceberg extension):
 every table shape, on main and on a branch, before and after a merge, and at earlier versions, reads the rows
-`Lakehouse.read` returns (SPEC section 6). One server process and one small catalog for the module."""
+`Lakehouse.read` returns (SPEC section 6); views are served with their schema and their SQL, which DuckDB and
+Spark run to the rows `Lakehouse.read` of the view returns. One server process and one small catalog for the
+module."""
 import datetime
 import decimal
 import json
