@@ -49,6 +49,7 @@ def conflicts_of(lh, src="src", dest="dest", **options):
 
 
 # ------------------------------------------------------------ keyless rules
+@pytest.mark.rule("A1")
 def test_a1_update_against_delete_in_the_same_segment_conflicts(lh, keyless):
     lh.branch("src").update(keyless, "id = 1", {"a": "0"})
     lh.branch("dest").delete(keyless, "id = 2")
@@ -57,6 +58,7 @@ def test_a1_update_against_delete_in_the_same_segment_conflicts(lh, keyless):
     assert conflict.involved.startswith("segments s")
 
 
+@pytest.mark.rule("A1")
 def test_a1_is_one_way_delete_on_src_against_update_on_dest_in_the_same_segment_merges(lh, keyless):
     """SPEC 3.3's delete x update cell is ok: A1 holds for an update on src against a delete on dest only."""
     lh.branch("src").delete(keyless, "id = 2")
@@ -65,6 +67,7 @@ def test_a1_is_one_way_delete_on_src_against_update_on_dest_in_the_same_segment_
     assert rows(lh.read(keyless, "dest"), "id", "a") == [(1, 0), (3, 30), (4, 40)]
 
 
+@pytest.mark.rule("A2")
 def test_a2_deletes_on_both_sides_never_conflict_and_delete_once(lh, keyless):
     lh.branch("src").delete(keyless, "id in (1, 2)")
     lh.branch("dest").delete(keyless, "id in (2, 3)")
@@ -77,6 +80,7 @@ def test_a2_deletes_on_both_sides_never_conflict_and_delete_once(lh, keyless):
     assert sum(t.row_count for t in added.values()) == 1
 
 
+@pytest.mark.rule("A3")
 def test_a3_updates_on_both_sides_in_the_same_segment_conflict(lh, keyless):
     lh.branch("src").update(keyless, "id = 1", {"a": "0"})
     lh.branch("dest").update(keyless, "id = 4", {"a": "0"})
@@ -84,6 +88,7 @@ def test_a3_updates_on_both_sides_in_the_same_segment_conflict(lh, keyless):
     assert conflict.rule == "A3"
 
 
+@pytest.mark.rule("A3")
 def test_a3_updates_in_different_segments_merge(lh, keyless, spark):
     lh.branch("src").insert(keyless, df(spark, (5, 50, "s")))
     lh.branch("src").update(keyless, "id = 5", {"a": "55"})
@@ -92,6 +97,7 @@ def test_a3_updates_in_different_segments_merge(lh, keyless, spark):
     assert rows(lh.read(keyless, "dest"), "id", "a") == [(1, 10), (2, 20), (3, 30), (4, 44), (5, 55)]
 
 
+@pytest.mark.rule("A4", "A5")
 def test_a4_a5_src_changes_to_its_own_rows_survive_a_dest_overwrite(lh, keyless, spark):
     src = lh.branch("src")
     src.insert(keyless, df(spark, (11, 110, "s"), (12, 120, "s"), (13, 130, "s")))
@@ -105,6 +111,7 @@ def test_a4_a5_src_changes_to_its_own_rows_survive_a_dest_overwrite(lh, keyless,
     assert rows(lh.read(keyless, "dest"), "id", "a") == [(11, 112), (13, 130), (21, 210)]
 
 
+@pytest.mark.rule("A6.1")
 def test_a6_1_incompatible_type_changes_conflict(lh, spark):
     with lh.transaction("main") as tx:
         tx.create_database("shop")
@@ -126,6 +133,7 @@ def test_a6_1_incompatible_type_changes_conflict(lh, spark):
     assert types == {"id": "bigint", "n": "bigint", "f": "double"}
 
 
+@pytest.mark.rule("A6.2")
 def test_a6_2_not_null_column_without_default_against_new_rows(lh, spark):
     with lh.transaction("main") as tx:
         tx.create_database("shop")
@@ -138,6 +146,7 @@ def test_a6_2_not_null_column_without_default_against_new_rows(lh, spark):
     assert conflict.rule == "A6.2"
 
 
+@pytest.mark.rule("A6.3", "3.6 ours/theirs")
 def test_a6_3_drops_on_both_sides_that_leave_no_column_conflict_and_settle_as_a_whole(lh, keyless, spark):
     """Not in SPEC (silent on it): src keeps only a, dest only id and b. A table needs a column, so this is a
     conflict; ours keeps dest's table, theirs takes src's (its schema and rows), and the feed says so."""
@@ -163,6 +172,7 @@ def test_a6_3_drops_on_both_sides_that_leave_no_column_conflict_and_settle_as_a_
     assert sorted((r["_change_type"], r["a"]) for r in feed.collect()) == [("insert", 10), ("insert", 50)]
 
 
+@pytest.mark.rule("3.3 column names")
 def test_same_column_added_on_both_sides_is_one_column(lh, keyless, spark):
     lh.branch("src").add_column(keyless, "c", "int")
     lh.branch("src").insert(keyless, spark.createDataFrame([(5, 50, "s", 7)], SCHEMA + ", c int"))
@@ -175,6 +185,7 @@ def test_same_column_added_on_both_sides_is_one_column(lh, keyless, spark):
     assert rows(lh.read(keyless, "dest"), "id", "c") == [(1, None), (2, None), (3, None), (4, None), (5, 7), (6, 8)]
 
 
+@pytest.mark.rule("3.3 column names")
 def test_rename_on_src_is_made_at_merge_and_keeps_dest_rows(lh, keyless, spark):
     lh.branch("src").rename_column(keyless, "a", "amount")
     lh.branch("dest").insert(keyless, df(spark, (5, 50, "d")))
@@ -183,6 +194,7 @@ def test_rename_on_src_is_made_at_merge_and_keeps_dest_rows(lh, keyless, spark):
 
 
 # ------------------------------------------------------- primary-key tables
+@pytest.mark.rule("3.4 insert")
 def test_keyed_same_key_inserted_differently_conflicts_and_identically_merges(lh, keyed, spark):
     lh.branch("src").insert(keyed, df(spark, (5, 50, "s"), (6, 60, "same")))
     lh.branch("dest").insert(keyed, df(spark, (5, 51, "d"), (6, 60, "same")))
@@ -190,6 +202,7 @@ def test_keyed_same_key_inserted_differently_conflicts_and_identically_merges(lh
     assert (conflict.rule, conflict.involved) == ("3.4 insert", "id=5")
 
 
+@pytest.mark.rule("3.4 update/delete")
 def test_keyed_update_against_delete_conflicts(lh, keyed):
     lh.branch("src").update(keyed, "id = 2", {"a": "0"})
     lh.branch("dest").delete(keyed, "id = 2")
@@ -197,6 +210,7 @@ def test_keyed_update_against_delete_conflicts(lh, keyed):
     assert (conflict.rule, conflict.involved) == ("3.4 update/delete", "id=2")
 
 
+@pytest.mark.rule("3.4 update/delete")
 def test_keyed_delete_against_update_conflicts(lh, keyed):
     """3.4's update/delete conflict the other way round: the delete on src, the update on dest."""
     lh.branch("src").delete(keyed, "id = 2")
@@ -205,6 +219,7 @@ def test_keyed_delete_against_update_conflicts(lh, keyed):
     assert (conflict.rule, conflict.involved) == ("3.4 update/delete", "id=2")
 
 
+@pytest.mark.rule("3.4 cells")
 def test_keyed_different_columns_of_one_row_merge_cell_by_cell(lh, keyed):
     lh.branch("src").update(keyed, "id = 3", {"a": "333"})
     lh.branch("dest").update(keyed, "id = 3", {"b": "'dest'"})
@@ -212,6 +227,7 @@ def test_keyed_different_columns_of_one_row_merge_cell_by_cell(lh, keyed):
     assert rows(lh.read(keyed, "dest")) == [(1, 10, "x"), (2, 20, "x"), (3, 333, "dest"), (4, 40, "x")]
 
 
+@pytest.mark.rule("3.4 cells")
 def test_keyed_same_column_changed_differently_conflicts(lh, keyed):
     lh.branch("src").update(keyed, "id = 3", {"a": "1"})
     lh.branch("dest").update(keyed, "id = 3", {"a": "2"})
@@ -219,6 +235,7 @@ def test_keyed_same_column_changed_differently_conflicts(lh, keyed):
     assert conflict.rule == "3.4 cells"
 
 
+@pytest.mark.rule("3.4 cells", "3.6 ours/theirs")
 @pytest.mark.parametrize("on_conflict, a", [("ours", 2), ("theirs", 1)])
 def test_keyed_cell_clash_settled_by_on_conflict_keeps_the_other_cells_of_both_sides(lh, keyed, on_conflict, a):
     """SPEC 3.4: on_conflict settles only the cells both sides changed differently; a cell only one side
@@ -235,6 +252,7 @@ def test_keyed_cell_clash_settled_by_on_conflict_keeps_the_other_cells_of_both_s
     assert rows(lh.read(keyed, "dest"))[3] == (4, 8 if on_conflict == "ours" else 7, "dest")
 
 
+@pytest.mark.rule("3.4 keys")
 def test_keyed_identical_changes_and_keys_one_side_changed(lh, keyed, spark):
     src, dest = lh.branch("src"), lh.branch("dest")
     src.update(keyed, "id = 1", {"a": "100"})
@@ -251,6 +269,7 @@ def test_keyed_identical_changes_and_keys_one_side_changed(lh, keyed, spark):
     assert rows(lh.read(keyed, "src")) == rows(lh.read(keyed, "dest"))
 
 
+@pytest.mark.rule("3.4 keys")
 def test_keyed_changes_to_different_keys_join_dest_as_they_are(lh, keyed, spark):
     """No key changed by both sides: src's segments and tombstones join dest unchanged; nothing is written."""
     src, dest = lh.branch("src"), lh.branch("dest")
@@ -275,6 +294,7 @@ def test_keyed_changes_to_different_keys_join_dest_as_they_are(lh, keyed, spark)
     assert rows(lh.read(keyed, "src")) == rows(lh.read(keyed, "dest"))
 
 
+@pytest.mark.rule("3.4 keys")
 def test_keyed_changes_sharing_one_key_are_decided_per_key_and_written(lh, keyed, spark):
     """One key changed on both sides (different columns): the merge writes the merged rows."""
     src, dest = lh.branch("src"), lh.branch("dest")
@@ -286,6 +306,7 @@ def test_keyed_changes_sharing_one_key_are_decided_per_key_and_written(lh, keyed
     assert set(lh.warehouse.list_files("tables")) > files_before
 
 
+@pytest.mark.rule("3.6 ours/theirs")
 def test_on_conflict_ours_and_theirs_per_key_and_per_table(lh, keyed, spark):
     lh.branch("src").update(keyed, "id = 3", {"a": "1"})
     lh.branch("dest").update(keyed, "id = 3", {"a": "2"})
@@ -301,6 +322,7 @@ def test_on_conflict_ours_and_theirs_per_key_and_per_table(lh, keyed, spark):
 
 
 # ---------------------------------------------------------- schema history
+@pytest.mark.rule("3.5")
 def test_schema_history_on_merge_and_time_travel(lh, keyless, spark):
     src = lh.branch("src")
     src.add_column(keyless, "c", "int")  # S1: rows are written under it
@@ -335,6 +357,7 @@ def test_schema_history_on_merge_and_time_travel(lh, keyless, spark):
 
 
 # ---------------------------------------------------- new objects, strategies
+@pytest.mark.rule("3.1")
 def test_new_objects_are_added_with_their_ids_and_name_clashes_conflict(lh, keyless, spark):
     with lh.transaction("src") as tx:
         tx.create_database("sales")
@@ -350,6 +373,7 @@ def test_new_objects_are_added_with_their_ids_and_name_clashes_conflict(lh, keyl
     assert rows(snapshot.read("sales.orders"), "id") == [(1,)]
 
 
+@pytest.mark.rule("3.6 strategies")
 def test_strategies_fast_forward_and_auto(lh, keyless, spark):
     lh.branch("src").insert(keyless, df(spark, (5, 50, "s")))
     src_head = lh.store.get_branch("src").head
@@ -366,6 +390,7 @@ def test_strategies_fast_forward_and_auto(lh, keyless, spark):
         lh.merge("src", "dest", strategy="octopus")
 
 
+@pytest.mark.rule("A3", "3.6 abort")
 def test_dry_run_reports_without_writing(lh, keyless, spark):
     lh.branch("src").insert(keyless, df(spark, (5, 50, "s")))
     lh.branch("src").update(keyless, "id = 1", {"a": "0"})
@@ -376,6 +401,7 @@ def test_dry_run_reports_without_writing(lh, keyless, spark):
     assert lh.store.get_branch("dest").head == head
 
 
+@pytest.mark.rule("3.4 keys")
 def test_merges_in_both_directions_find_the_nearest_base(lh, keyed, spark):
     src, dest = lh.branch("src"), lh.branch("dest")
     src.insert(keyed, df(spark, (5, 50, "s")))
@@ -397,3 +423,90 @@ def test_protected_branch_changes_only_by_merge(lh, keyless, spark):
     lh.branch("src").insert(keyless, df(spark, (5, 50, "s")))
     assert lh.merge("src", "dest").status == "merged"
     assert rows(lh.read(keyless, "dest"), "id")[-1] == (5,)
+
+
+# ------------------------------------------- the rest of SPEC 3's rules, on both catalogs
+# tests/test_rule_coverage.py checks that `make test` exercises every rule on SQLite and PostgreSQL: these are
+# the rules the modules above and the matrix leave to other modules that run on SQLite only.
+@pytest.mark.rule("props")
+def test_the_same_property_set_differently_on_both_sides_conflicts(lh, keyless):
+    lh.branch("src").set_table_properties(keyless, {"owner": "src", "tier": "1"})
+    lh.branch("dest").set_table_properties(keyless, {"owner": "dest"})
+    [conflict] = conflicts_of(lh)
+    assert (conflict.object_name, conflict.rule) == (keyless, "props")
+    lh.create_branch("dest2", "dest")
+    lh.merge("src", "dest", on_conflict="theirs")
+    assert lh.snapshot("dest").table(keyless).properties == {"owner": "src", "tier": "1"}
+    lh.merge("src", "dest2", on_conflict="ours")  # dest's owner; src's tier, which only src set
+    assert lh.snapshot("dest2").table(keyless).properties == {"owner": "dest", "tier": "1"}
+
+
+@pytest.mark.rule("partition")
+def test_partitioning_changed_differently_on_both_sides_conflicts(lh, keyless):
+    lh.branch("src").set_partitioning(keyless, ["b"])
+    lh.branch("dest").set_partitioning(keyless, ["a"])
+    [conflict] = conflicts_of(lh)
+    assert (conflict.object_name, conflict.rule) == (keyless, "partition")
+    lh.create_branch("dest2", "dest")
+    lh.merge("src", "dest", on_conflict="ours")
+    assert list(lh.snapshot("dest").table(keyless).partition_by) == ["a"]
+    lh.merge("src", "dest2", on_conflict="theirs")
+    assert list(lh.snapshot("dest2").table(keyless).partition_by) == ["b"]
+
+
+@pytest.mark.rule("view")
+def test_a_view_both_sides_changed_differently_conflicts(lh, keyless):
+    lh.branch("src").create_view("shop.v", f"SELECT id FROM `{keyless}` WHERE a > 15")
+    lh.branch("dest").create_view("shop.v", f"SELECT id FROM `{keyless}` WHERE a > 25")
+    [conflict] = conflicts_of(lh, views=["shop.v"])
+    assert (conflict.object_kind, conflict.object_name, conflict.rule) == ("view", "shop.v", "view")
+    lh.merge("src", "dest", views=["shop.v"], on_conflict="theirs")
+    assert "a > 15" in lh.snapshot("dest").table("shop.v").view_sql
+
+
+@pytest.mark.rule("driver")
+def test_a_merge_driver_merges_rows_and_its_conflict_marker_stops_the_merge(lh, keyed):
+    from dbt.adapters.branchspark.core.merge.drivers import CONFLICT
+
+    lh.branch("src").update(keyed, "id = 1", {"a": "a + 1"})
+    lh.branch("dest").update(keyed, "id = 1", {"a": "a + 5"})
+    [conflict] = conflicts_of(lh, drivers={keyed: lambda base, ours, theirs: {CONFLICT: ours["a"] != base["a"]}})
+    assert conflict.rule == "driver"
+    lh.merge("src", "dest", drivers={keyed: lambda base, ours, theirs: {"a": ours["a"] + theirs["a"] - base["a"]}})
+    assert rows(lh.read(keyed, "dest"), "id", "a") == [(1, 16), (2, 20), (3, 30), (4, 40)]
+
+
+@pytest.mark.rule("marked", "3.6 pause")
+def test_a_row_marked_as_a_conflict_in_a_paused_merge_stops_continue(lh, keyed):
+    lh.branch("src").update(keyed, "id = 1", {"a": "100"})
+    lh.branch("src").update(keyed, "id = 2", {"b": "'s'"})  # merges by the rules
+    lh.branch("dest").update(keyed, "id = 1", {"a": "200"})
+    head = lh.store.get_branch("dest").head
+    assert lh.merge("src", "dest", on_conflict="pause").phase == "resolving data"
+    lh.resolve_conflicts("dest", keyed, where="id = 1", set={"merged_a": "our_a + their_a"})
+    lh.resolve_conflicts("dest", keyed, where="id = 2", set={"merged_b": "CONFLICT()"})
+    with pytest.raises(errors.MergeConflict) as raised:
+        lh.merge(None, "dest", continue_=True)
+    assert [c.rule for c in raised.value.report.conflicts] == ["marked"]
+    assert lh.store.get_branch("dest").head == head
+    lh.resolve_conflicts("dest", keyed, where="id = 2", set={"merged_b": "'kept'"})
+    assert lh.merge(None, "dest", continue_=True).status == "merged"
+    assert rows(lh.read(keyed, "dest"), "id", "a", "b") == [(1, 300, "x"), (2, 20, "kept"), (3, 30, "x"),
+                                                            (4, 40, "x")]
+
+
+@pytest.mark.rule("3.3 overwrites")
+def test_keyless_overwrites_on_both_sides_merge_by_row_counts(lh, keyless, spark):
+    lh.branch("src").overwrite(keyless, df(spark, (2, 20, "x"), (3, 30, "x"), (4, 40, "x"), (5, 50, "s")))
+    lh.branch("dest").overwrite(keyless, df(spark, (2, 20, "x"), (3, 30, "x"), (4, 40, "x"), (6, 60, "d")))
+    lh.merge("src", "dest")
+    assert rows(lh.read(keyless, "dest"), "id") == [(2,), (3,), (4,), (5,), (6,)]
+
+
+@pytest.mark.rule("3.3 compaction", "A3")
+def test_compaction_on_dest_hides_no_a3_conflict(lh, keyless):
+    lh.branch("src").update(keyless, "id = 1", {"a": "0"})
+    lh.branch("dest").compact(keyless)
+    lh.branch("dest").update(keyless, "id = 4", {"a": "0"})
+    [conflict] = conflicts_of(lh)
+    assert conflict.rule == "A3"

@@ -376,9 +376,11 @@ class ThreeWayMerge:
             if self.options.schema_choices.get(name.lower(), prefer) == "theirs":
                 self._take_src_table(base, src, dest, name)
             return  # ours: dest's table stays as it is
-        # Attributes: a side's change wins over the base; where both changed, src's is replayed last.
-        props = _merge_properties(base.properties, src.properties, dest.properties)
-        partition_by = _three_way(base.partition_by, src.partition_by, dest.partition_by)
+        # Attributes: a side's change wins over the base; where both changed, src's is replayed last, unless
+        # `ours` settled that clash (a property or the partitioning changed differently: Rule.PROPS, PARTITION).
+        keep_dest = prefer == "ours"
+        props = _merge_properties(base.properties, src.properties, dest.properties, keep_dest)
+        partition_by = _three_way(base.partition_by, src.partition_by, dest.partition_by, keep_dest)
         merged_schema = self._merged_schema(schema.columns, src_schema, dest_schema, dest.id)
         state = dest.evolve(name=_three_way(base.name, src.name, dest.name),
                             database_id=_three_way(base.database_id, src.database_id, dest.database_id),
@@ -570,15 +572,18 @@ def _written_rows(writer, state, schema, rows, seq: int, fault) -> list:
     return []
 
 
-def _three_way(base, src, dest):
-    """src's value if src changed it, else dest's."""
-    return dest if src == base else src
+def _three_way(base, src, dest, keep_dest: bool = False):
+    """src's value if src changed it, else dest's; dest's where both changed it and `keep_dest` (ours)."""
+    if src == base or (keep_dest and dest != base):
+        return dest
+    return src
 
 
-def _merge_properties(base: dict, src: dict, dest: dict) -> dict:
+def _merge_properties(base: dict, src: dict, dest: dict, keep_dest: bool = False) -> dict:
+    """dest's properties with src's changes replayed; with `keep_dest` (ours), not those dest changed too."""
     merged = dict(dest)
     for key in set(base) | set(src):
-        if src.get(key) == base.get(key):
+        if src.get(key) == base.get(key) or (keep_dest and dest.get(key) != base.get(key)):
             continue
         if key in src:
             merged[key] = src[key]
