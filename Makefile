@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export PYSPARK_PYTHON := $(abspath $(PY))
 
-.PHONY: install test demo bench bench-dbt bench-dbt-cli test-model test-model-long
+.PHONY: install test test-long demo bench bench-dbt bench-dbt-cli test-model test-model-long
 
 $(VENV)/.installed: setup.py
 	python3 -m venv $(VENV)
@@ -25,10 +25,19 @@ install: $(VENV)/.installed $(JAR_STAMP)
 	  "$$($(PY) -c 'import dbt.adapters; print(dbt.adapters.__path__[0])')/branchspark"
 
 # tests/run.sh starts a private PostgreSQL and a Spark Connect server on 127.0.0.1 (unless the
-# BRANCHSPARK_TEST_*_URL variables name running ones), then runs the suite in-process and the
-# conformance and merge tests again through Spark Connect.
+# BRANCHSPARK_TEST_*_URL variables name running ones), then runs the suite in-process and dbt's
+# conformance suites, the merge base and deletion-vector tests through Spark Connect. Under 20 minutes
+# on 2 cores: the random and stress tests run small (tests/depth.py).
 test: install
 	PY=$(PY) bash tests/run.sh
+
+# The deep profiles, run before resolving an issue that touches merge, changes, writes, storage or the
+# catalog (README, "Tests"): the tests `make test` runs small at full size (the model test's 300 cases per
+# table kind, every metamorphic batch, every crash fault point on both catalogs, the concurrency test at
+# full size) and what only this runs; then one new random chunk per table kind of the long ledger.
+test-long: install
+	BRANCHSPARK_TEST_DEPTH=long PY=$(PY) bash tests/run.sh
+	$(PY) -m tests.model.long_run --more 1 --batches 2
 
 demo: install
 	cd sample_project && PATH="$(abspath $(VENV))/bin:$$PATH" bash run_demo.sh
@@ -41,10 +50,10 @@ bench-dbt: install
 	$(PY) bench/dbt_run.py
 
 # issue 19: merges and change feeds against the model of SPEC 3-4 (tests/model/profiles.py):
-# test-model runs the CI profile (300 cases per table kind); test-model-long runs random ones in resumable
+# test-model runs the full profile (300 cases per table kind); test-model-long runs random ones in resumable
 # chunks (tests/model/long_run.py, its ledger tests/model/long_ledger.tsv) until 2,550 per kind (5,100 in all) have run.
 test-model: install
-	$(PY) -m pytest tests/model -q -p no:cacheprovider
+	BRANCHSPARK_TEST_DEPTH=long $(PY) -m pytest tests/model -q -p no:cacheprovider
 
 test-model-long: install
 	$(PY) -m tests.model.long_run

@@ -14,6 +14,7 @@ from urllib.parse import urlparse
 import pytest
 from xdist.scheduler import LoadScopeScheduling
 
+from tests.depth import DEPTH, LONG
 from tests.spark_settings import FAST_SMALL_QUERIES, FAST_TEST_JVM, ONE_PARTITION
 
 # dbt's test fixtures (the conformance suite); pytest wants plugins declared in the top conftest.
@@ -30,6 +31,9 @@ SPARK_DEFAULT_MODULES = {"test_deletion_vectors"}
 def pytest_addoption(parser):
     parser.addoption("--connect", action="store_true", default=False,
                      help=f"run through Spark Connect at ${CONNECT_URL_VARIABLE} (tests/connect_server.sh start)")
+    parser.addoption("--deep-only", action="store_true", default=False,
+                     help="only the tests `make test-long` adds to `make test`: those marked deep and the long-only "
+                          "ones (tests/depth.py)")
 
 
 def connect_url(config) -> str:
@@ -49,7 +53,24 @@ def _unreachable(url: str) -> str:
     return ""
 
 
+# What `make test-long` runs and `make test` leaves out (tests/depth.py), besides the tests marked `long_only`:
+# `make test` runs dbt's conformance suites through Spark Connect only, and the merge matrix and rules in-process
+# only (on SQLite and PostgreSQL); the Connect pass's merge tests check the same rules through another session.
+LONG_ONLY_IN_PROCESS = ("tests/functional/adapter/",)
+LONG_ONLY_THROUGH_CONNECT = ("tests/core/test_merge_matrix.py", "tests/core/test_merge_rules.py")
+
+
+def _long_only(item, through_connect: bool) -> bool:
+    path = item.nodeid.split("::")[0]
+    return (item.get_closest_marker("long_only") is not None
+            or path.startswith(LONG_ONLY_THROUGH_CONNECT if through_connect else LONG_ONLY_IN_PROCESS))
+
+
 def pytest_configure(config):
+    config.addinivalue_line("markers", "deep: sized by the test depth, small in `make test`, full in `make test-long`")
+    config.addinivalue_line("markers", "long_only: run by `make test-long` only (tests/depth.py)")
+    config.addinivalue_line("markers", "rule(name, ...): the merge rules (SPEC 3, merge/rules.py's Rule) the test "
+                                       "exercises; tests/test_rule_coverage.py checks `make test` keeps them all")
     config._connect_skip = ""
     if not config.getoption("--connect"):
         return
@@ -60,10 +81,11 @@ def pytest_configure(config):
 
 
 def pytest_report_header(config):
+    header = [f"test depth: {DEPTH} (BRANCHSPARK_TEST_DEPTH; tests/depth.py)"]
     if config.getoption("--connect"):
-        return [f"spark: Spark Connect {os.environ.get(CONNECT_URL_VARIABLE, '(no URL)')}"
+        return header + [f"spark: Spark Connect {os.environ.get(CONNECT_URL_VARIABLE, '(no URL)')}"
                 + (f" -- SKIPPING: {config._connect_skip}" if config._connect_skip else "")]
-    return []
+    return header
 
 
 def pytest_terminal_summary(terminalreporter, config):
@@ -136,6 +158,18 @@ def pytest_xdist_make_scheduler(config, log):
 
 @pytest.hookimpl(trylast=True)  # after pytest groups tests by their fixtures' parameters
 def pytest_collection_modifyitems(config, items):
+    through_connect = bool(config.getoption("--connect"))
+    if config.getoption("--deep-only"):
+        keep = lambda item: item.get_closest_marker("deep") is not None or _long_only(item, through_connect)
+    elif not LONG:
+        keep = lambda item: not _long_only(item, through_connect)
+    else:
+        keep = None
+    if keep is not None:
+        left_out = [item for item in items if not keep(item)]
+        if left_out:
+            config.hook.pytest_deselected(items=left_out)
+            items[:] = [item for item in items if keep(item)]
     items.sort(key=lambda item: _rank(item.nodeid))  # stable: each scope keeps its own order
     if config._connect_skip:
         marker = pytest.mark.skip(reason=config._connect_skip)

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# The whole test suite (`make test`): a private PostgreSQL and a Spark Connect server are started here
-# unless BRANCHSPARK_TEST_PG_URL / BRANCHSPARK_TEST_CONNECT_URL already name running ones, and stopped
-# at the end. Pass 1 runs every test in-process (catalog tests on SQLite and PostgreSQL); pass 2 runs
-# dbt's conformance suite, the merge-rule tests and the deletion-vector reads through Spark Connect.
+# The test suite (`make test`; `make test-long` with BRANCHSPARK_TEST_DEPTH=long): a private PostgreSQL and a
+# Spark Connect server are started here unless BRANCHSPARK_TEST_PG_URL / BRANCHSPARK_TEST_CONNECT_URL already
+# name running ones, and stopped at the end. Pass 1 runs every test in-process (catalog and merge tests on
+# SQLite and PostgreSQL) but dbt's conformance suites; pass 2 runs those, the merge base and the deletion-vector
+# reads through Spark Connect. At the long depth both passes run only what `make test-long` adds: the `deep`
+# tests at full size and the long-only ones (tests/depth.py), such as the conformance suites in-process and the
+# merge matrix and rules through Connect.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
@@ -22,15 +25,20 @@ if [ -z "${BRANCHSPARK_TEST_CONNECT_URL:-}" ]; then
 fi
 export BRANCHSPARK_TEST_PG_URL BRANCHSPARK_TEST_CONNECT_URL
 
-# The engine-against-model property test runs its `ci` profile here (300 random histories per table kind,
-# derandomized; each kind a scope of its own, see tests/conftest.py); `make test-model-long` runs random
-# ones in resumable chunks (tests/model/long_run.py).
-export BRANCHSPARK_MODEL_PROFILE=${BRANCHSPARK_MODEL_PROFILE:-ci}
+# The engine-against-model property test runs the depth's profile (tests/model/profiles.py): `quick` (60
+# derandomized histories per table kind) in `make test`, `full` (300) in `make test-long`.
+export BRANCHSPARK_TEST_DEPTH=${BRANCHSPARK_TEST_DEPTH:-short}
+only=()
+[ "$BRANCHSPARK_TEST_DEPTH" = long ] && only=(--deep-only)
+started=$SECONDS
 # Two workers; tests/conftest.py hands them the slowest scopes first (--no-loadscope-reorder keeps that order).
-# Through Connect the matrix and the rules run on SQLite: what PostgreSQL changes is the catalog, which pass 1
-# covers.
-# --durations: CI's log names the slowest tests (the suite's time is a target, issue 25).
-"$PY" -m pytest tests -n 2 --dist loadscope --no-loadscope-reorder -p no:cacheprovider -q --durations=25 "$@"
+# Through Connect the merge tests run on SQLite: what PostgreSQL changes is the catalog, which pass 1 covers.
+# --durations: CI's log names the slowest tests (the suite's time is a target, issue 50).
+"$PY" -m pytest tests -n 2 --dist loadscope --no-loadscope-reorder -p no:cacheprovider -q --durations=25 \
+  "${only[@]}" "$@"
+echo "in-process pass: $((SECONDS - started)) s"
+started=$SECONDS
 "$PY" -m pytest --connect tests/functional/adapter tests/core/test_merge_base.py tests/core/test_merge_matrix.py \
   tests/core/test_merge_rules.py tests/core/test_deletion_vectors.py -k "not postgresql" \
-  -n 2 --dist loadscope --no-loadscope-reorder -p no:cacheprovider -q --durations=10 "$@"
+  -n 2 --dist loadscope --no-loadscope-reorder -p no:cacheprovider -q --durations=10 "${only[@]}" "$@"
+echo "Spark Connect pass: $((SECONDS - started)) s"

@@ -1,5 +1,6 @@
 """Many OS processes commit at once: 8 writers x 50 commits on main and 4 writers on their own branches;
-then 4 writers x 25 read-modify-write increments of one key and 25 inserts of known rows.
+then 4 writers x 10 read-modify-write increments of one key and 10 inserts of known rows (`make test-long`'s
+sizes; `make test` runs 3 writers x 8 commits and 1 on a branch, then 3 x 5 increments: tests/depth.py).
 
 Each writer is its own process with its own small Spark (local[1]) writing real Parquet, and commits
 through the catalog's compare-and-swap; a writer whose head moved lands on the new head or runs again
@@ -12,12 +13,16 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from pyspark.sql import functions as F
 
+from tests.depth import sized
+
+pytestmark = pytest.mark.deep
 HERE = Path(__file__).parent
-MAIN_WRITERS, BRANCH_WRITERS = 8, 4
-# The issue's scale; BRANCHSPARK_CONCURRENCY_COMMITS scales it down for a quick local run.
-MAIN_COMMITS = int(os.environ.get("BRANCHSPARK_CONCURRENCY_COMMITS", 50))
+MAIN_WRITERS, BRANCH_WRITERS = sized((3, 1), (8, 4))
+# The issue's scale in `make test-long`; BRANCHSPARK_CONCURRENCY_COMMITS sets it for a local run.
+MAIN_COMMITS = int(os.environ.get("BRANCHSPARK_CONCURRENCY_COMMITS", sized(8, 50)))
 BRANCH_COMMITS = max(1, MAIN_COMMITS // 2)
 ROWS = 2
 
@@ -99,10 +104,10 @@ def test_concurrent_writers_lose_nothing_and_apply_nothing_twice(lh, spark, orde
     assert sorted(b.name for b in lh.store.list_branches()) == sorted(["main", *branches])  # no hidden left
 
 
-RMW_WRITERS = 4
-# Ten rounds per writer, as in the issue's report (each round an increment and an insert): the suite's
-# longest test at 25 (about 5 minutes per catalog); BRANCHSPARK_RMW_COMMITS runs more.
-RMW_COMMITS = int(os.environ.get("BRANCHSPARK_RMW_COMMITS", 10))
+RMW_WRITERS = sized(3, 4)
+# Ten rounds per writer in `make test-long`, as in the issue's report (each round an increment and an insert);
+# BRANCHSPARK_RMW_COMMITS runs more.
+RMW_COMMITS = int(os.environ.get("BRANCHSPARK_RMW_COMMITS", sized(5, 10)))
 
 
 def test_concurrent_read_modify_write_loses_no_increment_and_no_insert(lh, spark, warehouse, tmp_path):

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from sorted_rows import rows
+from tests.depth import sized
 
 HERE = Path(__file__).parent
 
@@ -113,10 +114,14 @@ def assert_consistent(lh, warehouse):
                 snapshot.read(f"{table.database}.{table.name}").count()
 
 
+# Every fault point is hit on both catalogs at both depths; `make test` hits each once per catalog (a write, a
+# replay, a merge, gc, and the two others beside a committing writer), `make test-long` in every test.
+pytestmark = pytest.mark.deep
 WRITE_FAULTS = ["write.after_files", "write.before_commit", "commit.before_head_swap"]
+MERGE_FAULTS = ["write.after_files", "merge.before_commit", "commit.before_head_swap"]
 
 
-@pytest.mark.parametrize("fault", WRITE_FAULTS)
+@pytest.mark.parametrize("fault", sized(["commit.before_head_swap"], WRITE_FAULTS))
 def test_writer_killed_before_commit_changes_no_branch_and_gc_removes_its_files(lh, spark, orders, warehouse,
                                                                                  fault):
     lh.create_branch("dev")
@@ -181,7 +186,7 @@ def keyed_divergence(lh, spark):
     return "shop.k"
 
 
-@pytest.mark.parametrize("fault", ["write.after_files", "merge.before_commit", "commit.before_head_swap"])
+@pytest.mark.parametrize("fault", sized(["merge.before_commit"], MERGE_FAULTS))
 def test_merge_killed_leaves_both_branches_and_reruns(lh, spark, keyed_divergence, warehouse, fault):
     table = keyed_divergence
     heads = {b.name: b.head for b in lh.list_branches()}
@@ -269,7 +274,7 @@ def make_old_orphans(lh, spark, table, warehouse):
     return orphans
 
 
-@pytest.mark.parametrize("fault", ALL_FAULTS)
+@pytest.mark.parametrize("fault", sized(["write.after_files", "write.before_commit"], ALL_FAULTS))
 def test_killed_at_each_fault_point_while_another_writer_commits(lh, spark, orders, warehouse, fault):
     """Issue 20: kill -9 at each fault point while another writer commits on the same branch, then gc with
     grace 0: every branch reads its old or new state and no referenced file is gone."""

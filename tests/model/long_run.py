@@ -94,6 +94,8 @@ def next_seeds(entries: list[dict], kind: str, first_seed: int):
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=int, default=2550, help="cases per table kind to reach (default 2,550)")
+    parser.add_argument("--more", type=int, default=0,
+                        help="run this many new chunks per table kind, whatever the ledger holds (`make test-long`: 1)")
     parser.add_argument("--batches", type=int, default=5, help="batches of 30 cases per chunk (default 5)")
     parser.add_argument("--jobs", type=int, default=2, help="chunks run at once (default 2)")
     parser.add_argument("--minutes", type=float, default=0, help="start no chunk after this many minutes (0: none)")
@@ -103,6 +105,9 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     deadline = time.time() + args.minutes * 60 if args.minutes else float("inf")
     entries = read_ledger(args.ledger)
+    # cases per kind to reach: --cases, or with --more what each kind has now plus its new chunks
+    target = {kind: (cases_by_kind(entries)[kind] + args.more * args.batches * 30) if args.more else args.cases
+              for kind in KINDS}
     seeds = {kind: next_seeds(entries, kind, args.first_seed) for kind in KINDS}
     running = {}
 
@@ -110,7 +115,7 @@ def main(argv=None) -> int:
         done = cases_by_kind(entries)
         pending = Counter(kind for kind, _ in running.values())
         # a running chunk counts as its full size, so no kind gets more chunks than it needs
-        return [k for k in KINDS if done[k] + pending[k] * args.batches * 30 < args.cases]
+        return [k for k in KINDS if done[k] + pending[k] * args.batches * 30 < target[k]]
 
     with ThreadPoolExecutor(args.jobs) as pool:
         while True:

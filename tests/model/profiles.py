@@ -1,8 +1,10 @@
-"""Hypothesis settings of the engine-against-model tests, chosen by BRANCHSPARK_MODEL_PROFILE:
+"""Hypothesis settings of the engine-against-model tests, chosen by BRANCHSPARK_MODEL_PROFILE, whose default
+follows the test depth (tests/depth.py):
 
-- `ci` (the default, what `make test` and CI run): 10 batches of 30 tables per table kind = 300 cases per
-  kind, derandomized (the same cases every run, so a failure reproduces by running the test again);
-- `quick`: the first 2 of those batches, 60 cases per kind, in about two minutes;
+- `quick` (`make test` and CI): 2 batches of 30 tables per table kind = 60 cases per kind, derandomized (the
+  same cases every run, so a failure reproduces by running the test again), with the merge back;
+- `full` (`make test-long`; `ci` is its older name): 10 batches of 30, 300 cases per kind, derandomized, whose
+  first 2 batches are `quick`'s;
 - `long`: random batches of 30 (BRANCHSPARK_MODEL_BATCHES of them, default 5) under the seed pytest's
   `--hypothesis-seed` gives; `make test-model-long` (tests/model/long_run.py) runs it in chunks, one seed
   each, until 2,550 cases per kind have run; hypothesis prints a `@reproduce_failure` blob of a failing batch;
@@ -17,18 +19,25 @@ import os
 
 from hypothesis import HealthCheck, Phase, settings
 
-PROFILE = os.environ.get("BRANCHSPARK_MODEL_PROFILE", "ci")
-EXAMPLES, BATCH_SIZE = {"smoke": (1, 8), "quick": (2, 30), "ci": (10, 30), "long": (5, 30)}[PROFILE]
-# the metamorphic test's batches (of BATCH_SIZE // 2 pairs): fewer, as the model test covers compaction too
-PAIR_EXAMPLES = {"smoke": 1, "quick": 1, "ci": 1, "long": 40}[PROFILE]
+from tests.depth import sized
+
+PROFILES = ("smoke", "quick", "full", "long")
+PROFILE = os.environ.get("BRANCHSPARK_MODEL_PROFILE") or sized("quick", "full")
+PROFILE = {"ci": "full"}.get(PROFILE, PROFILE)
+if PROFILE not in PROFILES:
+    raise SystemExit(f"BRANCHSPARK_MODEL_PROFILE={PROFILE!r} is not a profile: use one of {', '.join(PROFILES)}")
+EXAMPLES, BATCH_SIZE = {"smoke": (1, 8), "quick": (2, 30), "full": (10, 30), "long": (5, 30)}[PROFILE]
+# the metamorphic test's batches (of BATCH_SIZE // 2 pairs): fewer, as the model test covers compaction too;
+# `make test-long` runs all 40 of them
+PAIR_EXAMPLES = {"smoke": 1, "quick": 1, "full": 40, "long": 40}[PROFILE]
 BATCH_SIZE = int(os.environ.get("BRANCHSPARK_MODEL_BATCH", BATCH_SIZE))
 EXAMPLES = int(os.environ.get("BRANCHSPARK_MODEL_BATCHES", EXAMPLES))
 SHRINK = bool(os.environ.get("BRANCHSPARK_MODEL_SHRINK"))
 # Then dest merged back into src, which must then read as dest does (driver.merge_back_and_check): an
 # extra check beyond issue 19's list, 15% of a keyed batch's time (measured 2026-11-26), so the long and
-# quick profiles run it and CI's `ci` profile leaves it out (CI's time limit);
+# quick profiles run it and the `full` profile leaves it out (the random chunks of the long ledger run it);
 # BRANCHSPARK_MODEL_MERGE_BACK=0/1 decides for any profile.
-MERGE_BACK = os.environ.get("BRANCHSPARK_MODEL_MERGE_BACK", "0" if PROFILE == "ci" else "1") != "0"
+MERGE_BACK = os.environ.get("BRANCHSPARK_MODEL_MERGE_BACK", "0" if PROFILE == "full" else "1") != "0"
 MIN_BATCH = 1 if SHRINK else BATCH_SIZE  # full batches unless shrinking, so the case count is known
 MIN_CASES = EXAMPLES * BATCH_SIZE
 

@@ -14,6 +14,8 @@ positions = st.fixed_dictionaries({}, optional={"src": st.lists(st.integers(0, 4
                                                 "dest": st.lists(st.integers(0, 4), min_size=1, max_size=3),
                                                 "base": st.just(True)})
 
+pytestmark = pytest.mark.deep  # quick in `make test`, full in `make test-long` (profiles.py)
+
 
 @pytest.mark.parametrize("keyed", [False, True], ids=["keyless", "keyed"])
 def test_compactions_never_change_a_merge(spark, keyed):

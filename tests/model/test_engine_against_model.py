@@ -20,6 +20,8 @@ from tests.model.profiles import BATCH_SIZE, MIN_BATCH, MIN_CASES, SHRINK, engin
 # batch 9 reproduces without running batches 1-8 again.
 FIRST_BATCH = int(os.environ.get("BRANCHSPARK_MODEL_FROM_BATCH", 1))
 
+pytestmark = pytest.mark.deep  # quick in `make test`, full in `make test-long` (profiles.py)
+
 
 @pytest.mark.parametrize("keyed", [False, True], ids=["keyless", "keyed"])
 def test_merges_and_changes_match_the_model(spark, keyed):
