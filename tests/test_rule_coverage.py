@@ -1,4 +1,6 @@
-"""`make test` keeps every rule: each cell of SPEC 3.2's and 3.3's matrices and each merge rule (SPEC 3,
+"""`make test` keeps every rule, and the tests that need no Spark start none.
+
+Every rule: each cell of SPEC 3.2's and 3.3's matrices and each merge rule (SPEC 3,
 merge/rules.py's `Rule`, and the rules of 3.3-3.6 without a report name) is exercised on SQLite and on
 PostgreSQL by the tests `make test` runs (what its short depth leaves to `make test-long` does not count).
 
@@ -24,6 +26,11 @@ REPORTED_RULES = [rule.value for rule in Rule if rule not in (Rule.OK, Rule.CONF
 # SPEC 3's rules that no conflict report names.
 SPEC_RULES = ["3.3 overwrites", "3.3 compaction", "3.3 column names", "3.4 keys", "3.5", "3.6 abort",
               "3.6 ours/theirs", "3.6 pause", "3.6 strategies"]
+# Tests of rule tables, planning, the catalog's compare-and-swap, URLs and the model itself: no JVM.
+SPARK_FREE_MODULES = ["tests/model/test_model_unit.py", "tests/core/test_write_dependencies.py",
+                      "tests/core/test_merge_base.py", "tests/core/test_catalog_revisions.py",
+                      "tests/core/test_connect_profile.py", "tests/core/test_imports.py", "tests/core/test_secrets.py",
+                      "tests/functional/test_operation_tables.py", "tests/test_rule_coverage.py"]
 CELLS = [("table", src, dest) for src, dest in itertools.product(TABLE_OPS, TABLE_OPS)] + [
     ("database", src, dest) for src, dest in itertools.product(DATABASE_OPS, DATABASE_OPS)]
 
@@ -63,3 +70,12 @@ def test_a_rule_or_cell_left_out_of_make_test_is_named(make_test_inventory):
                if not (e["catalog"] == "postgresql" and "A1" in e["rules"])
                and not (e["catalog"] == "sqlite" and e["cell"] == cell)]
     assert sorted(missing(reduced)) == ["postgresql: rule A1", "sqlite: table matrix cell update x delete"]
+
+
+def test_tests_that_need_no_spark_start_no_jvm(make_test_inventory):
+    by_module = {}
+    for e in make_test_inventory:
+        by_module.setdefault(e["test"].split("::")[0], []).append(e)
+    assert set(SPARK_FREE_MODULES) <= set(by_module)
+    assert [e["test"] for m in SPARK_FREE_MODULES for e in by_module[m] if e["spark"]] == []
+    assert any(e["spark"] for e in make_test_inventory)  # the flag is read: most tests do start Spark
