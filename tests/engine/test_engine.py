@@ -202,6 +202,7 @@ def test_concurrent_first_use_starts_one_engine(engine_env):
     assert "Spark:" in status.stdout and state.spark_version in status.stdout and "sessions:" in status.stdout
 
 
+@pytest.mark.long_only  # engines are JVMs of their own: `make test` starts few (tests/depth.py)
 def test_a_new_engine_warms_itself_up_and_leaves_nothing_behind(engine_env):
     """The engine started above runs its warm-up (engine/warmup.py) once it answers: a branchspark workload
     on a scratch warehouse in its home, removed after; status and the log say when it ended."""
@@ -218,6 +219,7 @@ def test_a_new_engine_warms_itself_up_and_leaves_nothing_behind(engine_env):
     assert status.returncode == 0 and "warm-up:" in status.stdout and "after the start" in status.stdout
 
 
+@pytest.mark.long_only  # engines are JVMs of their own: `make test` starts few (tests/depth.py)
 def test_two_projects_at_once_stay_isolated(engine_env, tmp_path):
     pid = home_of(engine_env).read().pid
     a = make_project(tmp_path, "project_a", tmp_path / "wh_a", "UTC", [1, 2, 3])
