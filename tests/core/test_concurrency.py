@@ -63,6 +63,12 @@ def run_all_at_once(jobs, barrier, timeout=1800):
                 process.wait()
 
 
+def times_passed(outputs, point: str) -> int:
+    """How often the writers passed a point of the write path (writer_process.py prints it at the end)."""
+    return sum(int(line.split()[2]) for out in outputs for line in out.splitlines()
+               if line.startswith(f"passed {point} "))
+
+
 def test_concurrent_writers_lose_nothing_and_apply_nothing_twice(lh, spark, orders, warehouse, tmp_path):
     branches = [f"team{i}" for i in range(BRANCH_WRITERS)]
     for name in branches:
@@ -76,6 +82,8 @@ def test_concurrent_writers_lose_nothing_and_apply_nothing_twice(lh, spark, orde
     outputs = run_all_at_once(jobs, barrier)
     for out, job in zip(outputs, jobs):
         assert out.count("committed ") == job[-1] and out.rstrip().endswith("done")
+    # Writes landed on heads that moved while they ran, as they were (blind appends: commit_replay.py).
+    assert times_passed(outputs, "retry.after_staged_commit") > 0
 
     def expected_starts(first_id, commits):
         return {first_id + i * ROWS for i in range(commits)}
@@ -123,7 +131,8 @@ def test_concurrent_read_modify_write_loses_no_increment_and_no_insert(lh, spark
     jobs = [(warehouse, lh.catalog_url, barrier, "main", 1000 * (w + 1), RMW_COMMITS, "increment-and-insert", "s.k")
             for w in range(RMW_WRITERS)]
     outputs = run_all_at_once(jobs, barrier)
-    lines = [line for out in outputs for line in out.splitlines() if line != "done"]
+    lines = [line for out in outputs for line in out.splitlines() if line != "done" and not line.startswith("passed ")]
+    assert times_passed(outputs, "retry.before_rerun") > 0  # increments ran again on a head that moved
     increments = lines.count("incremented")
     inserted = {int(line.split()[1]) for line in lines if line.startswith("inserted ")}
     conflicts = [line for line in lines if line.startswith("conflict ")]

@@ -115,7 +115,8 @@ def assert_consistent(lh, warehouse):
 
 
 # Every fault point is hit on both catalogs at both depths; `make test` hits each once per catalog (a write, a
-# replay, a merge, gc, and the two others beside a committing writer), `make test-long` in every test.
+# replay, a write run again, a merge, gc, and the two others beside a committing writer), `make test-long` in
+# every test.
 pytestmark = pytest.mark.deep
 WRITE_FAULTS = ["write.after_files", "write.before_commit", "commit.before_head_swap"]
 MERGE_FAULTS = ["write.after_files", "merge.before_commit", "commit.before_head_swap"]
@@ -168,6 +169,26 @@ def test_writer_killed_while_replaying_onto_a_moved_head(lh, spark, orders, ware
     assert run_writer(warehouse, lh.catalog_url, "main", orders, 2000, action="stale-insert").returncode == 0
     assert lh.read(orders).count() == 305
     assert [c.message for c in lh.log("main", limit=2)] == ["insert from 2000", "insert from 2100"]
+
+
+def test_writer_killed_before_running_again_on_a_moved_head(lh, spark, orders, warehouse):
+    """The process's own second update changes the row its first one read, so the first runs again on the new
+    head; it dies just before that."""
+    def amount():
+        return lh.read(orders).where("id = 1").first().amount
+
+    result = run_process(warehouse, lh.catalog_url, "stale-update", "--branch", "main", "--table", orders,
+                         fault="retry.before_rerun")
+    assert_killed(result)
+    assert amount() == 110.0  # the other update landed, the one to run again did not
+    assert_consistent(lh, warehouse)
+    lh.gc(grace_seconds=0)
+    assert_consistent(lh, warehouse)
+    assert [b.name for b in lh.store.list_branches()] == ["main"]
+    rerun = run_process(warehouse, lh.catalog_url, "stale-update", "--branch", "main", "--table", orders)
+    assert rerun.returncode == 0, rerun.stderr[-2000:]
+    assert "passed retry.before_rerun 1" in rerun.stdout
+    assert amount() == 211.0  # + 100, then + 1 run again on it
 
 
 @pytest.fixture
@@ -246,7 +267,7 @@ def test_gc_keeps_files_of_every_reachable_commit(lh, spark, orders, warehouse):
     assert rows(lh.read(orders)) == [(8, 8.0)]
 
 
-ALL_FAULTS = WRITE_FAULTS + ["retry.after_staged_commit", "merge.before_commit", "gc.mid_delete"]
+ALL_FAULTS = WRITE_FAULTS + ["retry.after_staged_commit", "retry.before_rerun", "merge.before_commit", "gc.mid_delete"]
 
 
 def commit_while_running(lh, spark, process, table, first_id):
@@ -292,6 +313,8 @@ def test_killed_at_each_fault_point_while_another_writer_commits(lh, spark, orde
     elif fault == "retry.after_staged_commit":
         args = ("stale-insert", "--branch", "main", "--table", orders, "--first-id", "1000")
         own_rows = set(range(1100, 1200))  # its own second commit, which moves the head
+    elif fault == "retry.before_rerun":
+        args = ("stale-update", "--branch", "main", "--table", orders)  # changes amounts, adds no row
     else:
         args = ("insert", "--branch", "main", "--table", orders, "--first-id", "1000")
     command, env = writer_command(warehouse, lh.catalog_url, *args, fault=fault)

@@ -5,11 +5,15 @@
     writer_process.py WAREHOUSE gc [--grace SECONDS]
     writer_process.py WAREHOUSE stale-insert --branch B --table T --first-id N
         (a transaction whose head another commit moves before it commits: the replay path)
+    writer_process.py WAREHOUSE stale-update --branch B --table T
+        (an update of id 1 whose row another commit changes before it commits: it runs again there)
     writer_process.py WAREHOUSE increment-and-insert --branch B --table T --first-id N --commits C
         (C times: `update T set n = n + 1 where id = 1` as dbt sends it, then insert row (N + i) into T_log;
         prints "incremented", "inserted <id>" or "conflict <the WriteConflict line>" for each)
 
-With BRANCHSPARK_FAULT=<point> it dies (SIGKILL) at that fault-injection point. `--catalog` selects the
+With BRANCHSPARK_FAULT=<point> it dies (SIGKILL) at that fault-injection point; at the end it prints how often
+it passed each point ("passed retry.after_staged_commit 3"): the concurrency tests check that their writers
+took each way a write lands on a moved head. `--catalog` selects the
 catalog URL (default: SQLite in the warehouse); `--barrier DIR` lines processes up: each, once warm, creates
 DIR/ready-<pid> and waits for DIR/go. It prints one line per commit ("committed <i> <seconds>") and "done" at the end.
 
@@ -21,11 +25,12 @@ Python process's either way.
 import argparse
 import os
 import time
+from collections import Counter
 from pathlib import Path
 
 from dbt.adapters.branchspark.adapter.target_branch import BranchSession, statement_transaction
 from dbt.adapters.branchspark.core.errors import WriteConflict
-from dbt.adapters.branchspark.core.lakehouse import Lakehouse
+from dbt.adapters.branchspark.core.lakehouse import Lakehouse, fault_from_env
 from dbt.adapters.branchspark.adapter.sql_router import StatementRouter
 from dbt.adapters.branchspark.core.spark_session import connect_session, local_session
 from tests.spark_settings import FAST_SMALL_QUERIES
@@ -42,7 +47,8 @@ CONNECT_WRITER_SETTINGS = {**FAST_SMALL_QUERIES, "spark.sql.shuffle.partitions":
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("warehouse")
-    parser.add_argument("action", choices=["insert", "merge", "gc", "stale-insert", "increment-and-insert"])
+    parser.add_argument("action", choices=["insert", "merge", "gc", "stale-insert", "stale-update",
+                                           "increment-and-insert"])
     parser.add_argument("--catalog")
     parser.add_argument("--branch", default="main")
     parser.add_argument("--table")
@@ -77,7 +83,15 @@ def writer_session():
 
 
 def run(args, spark) -> None:
-    lakehouse = Lakehouse(spark, args.warehouse, args.catalog)
+    passed = Counter()
+    die_at = fault_from_env()
+
+    def fault(point: str) -> None:
+        passed[point] += 1
+        if die_at:
+            die_at(point)
+
+    lakehouse = Lakehouse(spark, args.warehouse, args.catalog, fault=fault)
     if args.action in ("insert", "increment-and-insert"):
         spark.range(1).count()  # warm up before the start line
     if args.barrier:
@@ -102,6 +116,13 @@ def run(args, spark) -> None:
                                              message=f"insert from {args.first_id + args.rows}")
         slow.commit()
         print("committed stale", flush=True)
+    elif args.action == "stale-update":
+        slow = lakehouse.transaction(args.branch, message="update id 1 by one")
+        slow.replayable(lambda tx: tx.update(args.table, "id = 1", {"amount": "amount + 1"}))
+        lakehouse.branch(args.branch).update(args.table, "id = 1", {"amount": "amount + 100"},
+                                             message="update id 1 by 100")
+        slow.commit()
+        print("committed stale", flush=True)
     elif args.action == "increment-and-insert":
         session = BranchSession(spark, lakehouse, args.branch)
         router = StatementRouter(spark, session, lambda what: statement_transaction(session, None, what))
@@ -124,6 +145,8 @@ def run(args, spark) -> None:
     else:
         report = lakehouse.gc(grace_seconds=args.grace)
         print(f"committed gc {len(report.deleted_files)}", flush=True)
+    for point, times in sorted(passed.items()):
+        print(f"passed {point} {times}", flush=True)
     print("done", flush=True)
 
 

@@ -61,6 +61,8 @@ def land_on_moved_head(tx: "Transaction", retry: CommitRetry | None = None) -> C
             clashes = overlap(writer.depends, writer.operations, before, after)
             if clashes:
                 _refuse_rerun(tx, writer, clashes, changed_tables(before, after))
+                if fault:
+                    fault("retry.before_rerun")
                 again = tx.lakehouse.transaction(tx.branch, message=tx.message, author=tx.author,
                                                  allow_protected=tx.allow_protected)
                 again.auto_retry = False  # this loop retries
