@@ -18,19 +18,15 @@ from dbt.adapters.spark.connections import SparkConnectionManager
 from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
 from dbt.flags import get_flags
 
-from dbt.adapters.branchspark.adapter.target_branch import (
-    BranchSession,
-    BranchTransaction,
-    open_lakehouse,
-    statement_transaction,
-)
+from dbt.adapters.branchspark.adapter.target_branch import _author, open_lakehouse
+from dbt.adapters.branchspark.core.sql.branch_session import BranchSession, BranchTransaction, statement_transaction
 from dbt.adapters.branchspark.core.catalog.url import redact_text
 from dbt.adapters.branchspark.adapter.credentials import LOCAL_METHOD, BranchSparkCredentials
 from dbt.adapters.branchspark.engine import client as engine_client
 from dbt.adapters.branchspark.adapter.run_landing import session_branch
 from dbt.adapters.branchspark.core.spark_errors import unreadable_file
 from dbt.adapters.branchspark.core.spark_session import spark_session
-from dbt.adapters.branchspark.adapter.sql_router import RoutedResult, StatementRouter
+from dbt.adapters.branchspark.core.sql.router import RoutedResult, StatementRouter
 from dbt.adapters.branchspark.core.sql_text import split_statements
 from dbt.adapters.branchspark.core.errors import BranchNotFound, BranchsparkError
 from dbt.adapters.branchspark.adapter.commit_messages import statement_message
@@ -211,7 +207,7 @@ class BranchSparkConnectionManager(SparkConnectionManager):
             refuse_protected_builds(lakehouse, creds.branch)
             refuse_builds_on_paused(lakehouse, creds.branch)
             # a writing invocation works on its run branch, merged into the target at its end
-            branch_session = BranchSession(spark, lakehouse, session_branch(lakehouse, creds))
+            branch_session = BranchSession(spark, lakehouse, session_branch(lakehouse, creds), author=_author())
             branch_session.expose_branch()
         except Exception as exc:
             raise FailedToConnectError(error_line(exc)) from exc

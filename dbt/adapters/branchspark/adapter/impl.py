@@ -20,11 +20,12 @@ from dbt_common.exceptions import DbtRuntimeError
 from typing_extensions import TypeAlias
 
 from dbt.adapters.branchspark.adapter import model_writes, run_landing, text_tables
-from dbt.adapters.branchspark.adapter.temp_views import VIEW
+from dbt.adapters.branchspark.core.sql.temp_views import VIEW
 from dbt.adapters.branchspark.adapter.commit_messages import model_message
 from dbt.adapters.branchspark.adapter.connections import BranchSparkConnectionManager, BranchSparkHandle, error_line
-from dbt.adapters.branchspark.adapter.frames import normalize_type
-from dbt.adapters.branchspark.adapter.relation import BranchSparkRelation, core_table_name
+from dbt.adapters.branchspark.core.frames import normalize_type
+from dbt.adapters.branchspark.adapter.relation import BranchSparkRelation
+from dbt.adapters.branchspark.core.sql_text import core_table_name
 from dbt.adapters.branchspark.adapter.seeds import seed_dataframe
 from dbt.adapters.branchspark.adapter.target_branch import _author
 from dbt.adapters.branchspark.adapter.merge_operations import paused_operation, run_merge

@@ -96,6 +96,11 @@ def unquote(name_token: str) -> str:
     return name_token
 
 
+def core_table_name(schema: str, identifier: str) -> str:
+    """The catalog's name of a table: `database.table`, lower case (Spark names are case-insensitive)."""
+    return f"{schema}.{identifier}".lower()
+
+
 def quote_identifier(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 

@@ -13,21 +13,21 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 from pyspark.sql import DataFrame, SparkSession
 
-from dbt.adapters.branchspark.adapter import frames
-from dbt.adapters.branchspark.adapter.relation import core_table_name
-from dbt.adapters.branchspark.core.sql_text import (
+from .. import frames
+from ..errors import DatabaseNotFound
+from ..merge import interactive
+from ..sql_text import (
     NAME_PATTERN,
     OTHER,
-    tokens,
+    core_table_name,
     find_top_level_keyword,
     parse_relation_name,
     qualify_branch_relations,
     split_top_level,
     strip_comments,
+    tokens,
     unquote,
 )
-from dbt.adapters.branchspark.core.errors import DatabaseNotFound
-from dbt.adapters.branchspark.core.merge import interactive
 
 _FLAGS = re.IGNORECASE | re.DOTALL
 N = NAME_PATTERN
