@@ -16,7 +16,7 @@ import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from pyspark.errors import PySparkException
@@ -37,6 +37,7 @@ from .spark_session import local_session
 from .storage.layout import SEGMENT_COLUMN, Warehouse, metadata_roots
 from .storage.reader import TableReader
 from .storage.writer import SegmentWriter
+from .times import parse_time
 from .transaction import Transaction
 from .view_relations import register_relations
 
@@ -78,21 +79,6 @@ def _descendants(pid: int) -> list[int]:
             found.append(child)
             waiting.append(child)
     return found
-
-
-def parse_time(value) -> datetime:
-    """A datetime (UTC, naive) from a datetime or an ISO-8601 string."""
-    if isinstance(value, datetime):
-        moment = value
-    else:
-        try:
-            moment = datetime.fromisoformat(str(value).strip().replace("Z", "+00:00"))
-        except ValueError:
-            raise errors.InvalidArgument(f"'{value}' is not a time: write it as ISO 8601, e.g. "
-                                         f"2026-11-21T10:00:00") from None
-    if moment.tzinfo is not None:
-        moment = moment.astimezone(timezone.utc).replace(tzinfo=None)
-    return moment
 
 
 @dataclass
