@@ -26,7 +26,8 @@ from dbt.adapters.branchspark.engine import client as engine_client
 from dbt.adapters.branchspark.adapter.run_landing import session_branch
 from dbt.adapters.branchspark.core.spark_errors import unreadable_file
 from dbt.adapters.branchspark.core.spark_session import spark_session
-from dbt.adapters.branchspark.core.sql.router import RoutedResult, StatementRouter
+from dbt.adapters.branchspark.core.sql.results import RoutedResult
+from dbt.adapters.branchspark.core.sql.router import StatementRouter
 from dbt.adapters.branchspark.core.sql_text import split_statements
 from dbt.adapters.branchspark.core.errors import BranchNotFound, BranchsparkError
 from dbt.adapters.branchspark.adapter.commit_messages import statement_message

@@ -34,6 +34,7 @@ from .merge.strategies import merge_branch
 from .operations import ObjectKind, Op
 from .spark_errors import unreadable_file
 from .spark_session import local_session
+from .sql.session import SqlSession
 from .storage.layout import SEGMENT_COLUMN, Warehouse, metadata_roots
 from .storage.reader import TableReader
 from .storage.writer import SegmentWriter
@@ -305,6 +306,17 @@ class Lakehouse:
             out.append(CommitInfo(commit.id, commit.seq, commit.ts, commit.parents, commit.message, commit.author,
                                   self.store.operations(commit.id)))
         return out
+
+    # ------------------------------------------------------------------ sql
+    def sql(self, text: str, branch: str = MAIN, author: str | None = None) -> DataFrame:
+        """Run SQL on `branch` (SPEC 9): Spark SQL over the branch's tables (a write is one commit on it) and
+        the branch statements (`MERGE BRANCH dev`, `SHOW LOG`, ...). Several statements run in order; the
+        last one's rows come back. See docs/sql.md."""
+        return self.sql_session(branch, author).sql(text)
+
+    def sql_session(self, branch: str = MAIN, author: str | None = None) -> SqlSession:
+        """A SQL session on `branch` that keeps its branch across calls (USE BRANCH switches it)."""
+        return SqlSession(self, branch, author)
 
     # --------------------------------------------------------------- writes
     def transaction(self, branch: str, message: str = "", author: str | None = None,

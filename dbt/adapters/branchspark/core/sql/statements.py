@@ -31,10 +31,15 @@ class SqlSyntaxError(BranchsparkError):
     def __init__(self, text: str, position: int, expected: str, found: str):
         line = text.count("\n", 0, position) + 1
         column = position - (text.rfind("\n", 0, position) + 1) + 1
-        near = " ".join(text[position:position + 30].split()) or "the end of the statement"
-        super().__init__(f"syntax error at line {line}, column {column}: expected {expected}, found {found} "
-                         f"(near: {near})")
+        near = " ".join(text[position:position + 30].split())
+        super().__init__(f"syntax error at line {line}, column {column}: expected {expected}, found {found}"
+                         + (f" (near: {near})" if near else ""))
         self.line, self.column, self.position = line, column, position
+        self.expected, self.found = expected, found
+
+    def within(self, script: str, offset: int) -> "SqlSyntaxError":
+        """The same error placed in the script the statement was cut from, at `offset`."""
+        return SqlSyntaxError(script, offset + self.position, self.expected, self.found)
 
 
 # -- the statements ---------------------------------------------------------------------------------------
