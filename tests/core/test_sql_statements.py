@@ -86,6 +86,7 @@ def test_other_statements_are_not_branch_statements(text):
     ("RESOLVE CONFLICTS ON main", "column 26: expected TAKE OURS or TAKE THEIRS, found the end"),
     ("CONTINUE MERGE ON", "column 18: expected the branch the merge is into after ON, found the end"),
     ("MERGE BRANCH 'dev TO main", "column 14: expected a closing quote, found an unclosed quote"),
+    ("/* {\"app\": \"dbt\"} */\n  MERGE BRANCH dev TO", "line 1, column 20: expected the branch to merge into"),
     ("SHOW\n  LOG\n  ON dev LIMIT 0", "line 3, column 16: expected a positive whole number after LIMIT, found '0'"),
 ])
 def test_a_bad_statement_is_one_line_that_points_at_its_position(text, error):

@@ -29,7 +29,9 @@ from dbt.adapters.branchspark.core.spark_session import spark_session
 from dbt.adapters.branchspark.core.sql.results import RoutedResult
 from dbt.adapters.branchspark.core.sql.router import StatementRouter
 from dbt.adapters.branchspark.core.sql_text import split_statements
-from dbt.adapters.branchspark.core.errors import BranchNotFound, BranchsparkError
+from dbt.adapters.branchspark.core.errors import BranchNotFound, BranchsparkError, MergeConflict
+from dbt.adapters.branchspark.core.merge.report import MergeResult
+from dbt.adapters.branchspark.adapter.merge_operations import report_text
 from dbt.adapters.branchspark.adapter.commit_messages import statement_message
 
 logger = AdapterLogger("branchspark")
@@ -126,10 +128,13 @@ class BranchSparkCursor:
 class BranchSparkHandle:
     """The connection handle of one dbt thread: the branch session plus the model build's transaction."""
 
-    def __init__(self, branch_session: BranchSession):
+    def __init__(self, branch_session: BranchSession, target_branch: Optional[str] = None):
         self.branch_session = branch_session
         self.model_transaction: Optional[BranchTransaction] = None
-        self.router = StatementRouter(branch_session.spark, branch_session, self.write)
+        # A branch statement without TO / ON means the target's branch (not the invocation's run branch);
+        # USE BRANCH is refused: the target names the branch.
+        home = target_branch or branch_session.branch
+        self.router = StatementRouter(branch_session.spark, branch_session, self.write, home=lambda: home)
 
     @contextmanager
     def write(self, what: str) -> Iterator[BranchTransaction]:
@@ -212,7 +217,7 @@ class BranchSparkConnectionManager(SparkConnectionManager):
             branch_session.expose_branch()
         except Exception as exc:
             raise FailedToConnectError(error_line(exc)) from exc
-        connection.handle = BranchSparkHandle(branch_session)
+        connection.handle = BranchSparkHandle(branch_session, target_branch=creds.branch)
         connection.state = ConnectionState.OPEN
         return connection
 
@@ -259,6 +264,8 @@ def refuse_builds_on_paused(lakehouse, branch: str) -> None:
 
 def error_line(exc: BaseException) -> str:
     """The message a user should read: the core's one line as is; Spark's without the JVM trace."""
+    if isinstance(exc, MergeConflict) and isinstance(exc.report, MergeResult):  # MERGE BRANCH in SQL
+        return f"{report_text(exc.report)}\n{redact_text(str(exc))}"
     if isinstance(exc, BranchsparkError):
         return redact_text(str(exc))
     damaged = unreadable_file(exc)

@@ -30,6 +30,7 @@ from dbt.adapters.branchspark.adapter.seeds import seed_dataframe
 from dbt.adapters.branchspark.adapter.target_branch import _author
 from dbt.adapters.branchspark.adapter.merge_operations import paused_operation, run_merge
 from dbt.adapters.branchspark.core.errors import DatabaseNotFound
+from dbt.adapters.branchspark.core.sql.statements import is_branch_statement
 
 logger = AdapterLogger("branchspark")
 
@@ -391,6 +392,11 @@ class BranchSparkAdapter(SparkAdapter):
     def table_text(self, table, max_column_width: int = 80) -> str:
         """An agate table as the Markdown-like text dbt prints (for run-operation output)."""
         return text_tables.table_text(table, max_column_width)
+
+    @available
+    def is_branch_statement(self, sql: str) -> bool:
+        """Whether `sql` is a branch statement (`SHOW LOG`, `MERGE BRANCH dev`): `dbt show` adds no LIMIT to it."""
+        return is_branch_statement(sql)
 
     @available
     def current_branch(self) -> str:

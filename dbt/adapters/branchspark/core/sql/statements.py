@@ -36,10 +36,21 @@ class SqlSyntaxError(BranchsparkError):
                          + (f" (near: {near})" if near else ""))
         self.line, self.column, self.position = line, column, position
         self.expected, self.found = expected, found
+        self.lead = 0  # what was cut from the statement's start (leading blanks and comments)
 
     def within(self, script: str, offset: int) -> "SqlSyntaxError":
         """The same error placed in the script the statement was cut from, at `offset`."""
-        return SqlSyntaxError(script, offset + self.position, self.expected, self.found)
+        return SqlSyntaxError(script, offset + self.lead + self.position, self.expected, self.found)
+
+
+_LEAD = re.compile(r"(?:\s+|--[^\n]*(?:\n|$)|/\*.*?\*/)*", re.DOTALL)
+
+
+def without_lead(text: str) -> tuple[str, int]:
+    """`text` from its first word on (dbt prepends a query comment and blank lines), and how much was cut:
+    an error's line and column count from the statement's first word."""
+    lead = _LEAD.match(text).end()
+    return text[lead:], lead
 
 
 # -- the statements ---------------------------------------------------------------------------------------
@@ -178,7 +189,12 @@ def parse_branch_statement(text: str) -> BranchStatement | None:
     """The branch statement `text` is, or None when it is not one (then it is Spark's)."""
     if not is_branch_statement(text):
         return None
-    return _Parser(text).statement()
+    statement, lead = without_lead(text)
+    try:
+        return _Parser(statement).statement()
+    except SqlSyntaxError as bad:
+        bad.lead = lead
+        raise
 
 
 class _Parser:

@@ -21,7 +21,7 @@ from ..diff.relation import table_diff_relation
 from ..errors import InvalidArgument
 from ..operations import ObjectKind
 from ..sql_text import COMMENT, IDENT, OTHER, QUOTED, SPACE, STRING, tokens, unquote
-from .statements import SqlSyntaxError
+from .statements import SqlSyntaxError, without_lead
 
 VERSION_VIEW_PREFIX = "bs_version__"
 FUNCTION_VIEW_PREFIX = "bs_function__"
@@ -53,6 +53,16 @@ class Found:
 
 def find_relations(sql: str) -> list[Found]:
     """Every version read and table function of `sql`, in order (none inside strings or comments)."""
+    try:
+        return _find(sql)
+    except SqlSyntaxError as bad:  # counted from the statement's first word, as the branch statements are
+        statement, lead = without_lead(sql)
+        placed = SqlSyntaxError(statement, bad.position - lead, bad.expected, bad.found)
+        placed.lead = lead
+        raise placed from None
+
+
+def _find(sql: str) -> list[Found]:
     toks = [(kind, s, e) for kind, s, e in tokens(sql) if kind not in (SPACE, COMMENT)]
     found, i = [], 0
     while i < len(toks):
