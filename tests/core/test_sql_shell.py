@@ -31,6 +31,12 @@ def test_execute_runs_statements_and_prints_result_sets(lh, orders, warehouse):
     assert code == 0, out
     assert f"merge dev into main: merged (commit {lh.get_branch('main').head[:12]})" in out
     assert "│ merge dev into main " in out and "│ sql insert shop.orders " in out and "(2 rows)" in out
+    code, out = run(warehouse, "-e", "SELECT count(*) AS n FROM shop.orders VERSION AS OF 'dev'; "
+                                     "SELECT _diff_type, id FROM branch_diff('dev', 'main', 'shop.orders'); "
+                                     "SHOW MERGE STATUS; DROP BRANCH dev")
+    assert code == 0, out
+    assert "│ 6 │" in out and "(0 rows)" in out and "no merge into main is paused (not started)" in out
+    assert out.rstrip().endswith("DROP BRANCH dev") and not lh.branch_exists("dev")
 
 
 def test_file_and_piped_scripts_and_a_conflict(lh, orders, warehouse, tmp_path):

@@ -1,6 +1,7 @@
 """Branch statements in the SQL dbt sends (SPEC 9): an on-run-start hook `MERGE BRANCH dev` (no TO: the
-target's branch, main), `run_query` and `{% call statement %}` returning result sets, reads at a version and a
-table function, a conflicting MERGE BRANCH stopping with its report, and `dbt show --inline`."""
+target's branch, main), `run_query` and `{% call statement %}` returning result sets, reads at a version and the
+table functions, a paused merge shown and aborted, a conflicting MERGE BRANCH stopping with its report, and
+`dbt show --inline`."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -24,8 +25,16 @@ MACROS = """
   {{ print("changes: " ~ changes.columns['id'].values() | join(',') ~ " " ~ changes.columns['_change_type'].values() | join(',')) }}
   {% set branches = run_query("SHOW BRANCHES") %}
   {{ print("branches: " ~ branches.columns['branch'].values() | sort | join(',')) }}
+  {% set diff = run_query("select _diff_type, id from branch_diff('" ~ var('base') ~ "', 'main', 'shop.orders') order by id") %}
+  {{ print("diff: " ~ diff.columns['_diff_type'].values() | join(',')) }}
+  {% do run_query("DROP BRANCH feature") %}
   {% set status = run_query("SHOW MERGE STATUS") %}
   {{ print("merge status of " ~ status.columns['dest'].values()[0] ~ ": " ~ status.columns['phase'].values()[0]) }}
+  {% set paused = run_query("MERGE BRANCH other WITH (on_conflict = 'pause')") %}
+  {% set status = run_query("SHOW MERGE STATUS ON main") %}
+  {{ print("paused: " ~ paused.columns['status'].values()[0] ~ ", " ~ status.columns['phase'].values()[0] ~ ", open: " ~ status.columns['open_conflicts'].values()[0]) }}
+  {% call statement('abort', fetch_result=True) %}ABORT MERGE{% endcall %}
+  {{ print("abort: " ~ load_result('abort')['response']) }}
   {% do run_query("MERGE BRANCH other") %}
 {% endmacro %}
 """
@@ -81,12 +90,15 @@ def test_branch_statements_in_a_hook_run_query_statement_and_show(project, spark
     assert "rows at base: 2; now: 3" in printed
     assert "changes: 1,1,3 delete,insert,insert" in printed
     assert "branches: dev,feature,main,other" in printed
+    assert "diff: modified,added" in printed
     assert "merge status of main: not started" in printed
+    assert "paused: paused, resolving data, open: 1" in printed
+    assert "abort: ABORT MERGE: the merge into main is aborted, main is as it was" in printed
     # the conflicting MERGE BRANCH other stops the operation with its report and the one-line reason
     assert not ran.success
     assert "merge other into main: conflicts" in printed and "| shop.orders" in printed
     assert "stopped with 1 conflict(s), nothing changed on 'main'" in printed
-    assert lh.get_branch("main").head == head and lh.branch_exists("feature")
+    assert lh.get_branch("main").head == head and not lh.branch_exists("feature")
 
     capsys.readouterr()
     assert dbt(project, "show", "--inline", "SHOW LOG LIMIT 3").success
