@@ -271,7 +271,6 @@ class _Parser:
                 self.at -= 1
                 raise self.fail(f"each option once ({key} is given twice)")
             self.expect_punct("=", f"'=' after {key}")
-            value_token = self.token
             value = self.name(f"a value for {key}")
             if MERGE_OPTIONS[key] == "bool":
                 if value.lower() not in ("true", "false"):
@@ -279,7 +278,7 @@ class _Parser:
                     raise self.fail(f"true or false for {key}")
                 options[key] = value.lower() == "true"
             else:
-                options[key] = value if value_token.kind == STRING or key == "message" else value.lower()
+                options[key] = value if key == "message" else value.lower()  # modes are case-insensitive
             if self.token.kind == PUNCT and self.token.text == ",":
                 self.at += 1
                 continue
