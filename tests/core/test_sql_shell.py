@@ -13,6 +13,8 @@ from click.testing import CliRunner
 
 from dbt.adapters.branchspark.cli.main import cli
 
+CONNECT_URL = "BRANCHSPARK_TEST_CONNECT_URL"  # the Spark Connect server tests/run.sh starts
+
 
 def run(warehouse, *args, stdin=None):
     result = CliRunner().invoke(cli, ["--warehouse", warehouse, "sql", *args], input=stdin, catch_exceptions=False,
@@ -74,6 +76,8 @@ def test_an_interactive_session_in_a_terminal(lh, orders, warehouse, tmp_path):
     tmux = ["tmux", "-L", socket]
     branchspark = str(Path(sys.executable).with_name("branchspark"))
     env = {**os.environ, "BRANCHSPARK_SQL_HISTORY": str(tmp_path / "history"), "COLUMNS": "160"}
+    if os.environ.get(CONNECT_URL):  # tests/run.sh's Spark Connect server: no JVM of the shell's own
+        env["SPARK_REMOTE"] = os.environ[CONNECT_URL]
     subprocess.run(tmux + ["new-session", "-d", "-s", "sql", "-x", "160", "-y", "50",
                            f"{branchspark} --warehouse {warehouse} sql"], check=True, env=env)
     try:
