@@ -114,7 +114,7 @@ class StatementRouter:
         if not found:
             return sql
         lakehouse, branch = self.branch_session.lakehouse, self.branch_session.branch
-        names = [version_reads.register(self.spark, lakehouse, item.relation, branch) for item in found]
+        names = [version_reads.register(lakehouse, item.relation, branch) for item in found]
         return version_reads.rewrite(sql, found, names)
 
     # -- helpers --------------------------------------------------------------------------

@@ -172,7 +172,7 @@ def rewrite(sql: str, found: list[Found], view_names: list[str]) -> str:
 
 
 # -- the temp views ------------------------------------------------------------------------------------------
-def register(spark, lakehouse, relation: VersionRead | TableFunction, branch: str) -> str:
+def register(lakehouse, relation: VersionRead | TableFunction, branch: str) -> str:
     """A temp view over `relation` read on `lakehouse` (`branch`: the session's, for times and defaults);
     returns its name."""
     if isinstance(relation, VersionRead):
@@ -182,6 +182,7 @@ def register(spark, lakehouse, relation: VersionRead | TableFunction, branch: st
         frame = _function_frame(lakehouse, relation, branch)
         prefix = FUNCTION_VIEW_PREFIX
     name = f"{prefix}{uuid.uuid4().hex[:16]}"
+    # kept after the statement: through Spark Connect a query's DataFrame resolves its views when it runs
     frame.createOrReplaceTempView(name)
     return name
 
