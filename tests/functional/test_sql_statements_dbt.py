@@ -1,5 +1,5 @@
 """Branch statements in the SQL dbt sends (SPEC 9): an on-run-start hook `MERGE BRANCH dev` (no TO: the
-target's branch, main), `run_query` and `{% call statement %}` returning result sets, reads at a version and the
+target's branch, main; with the project's views, as run-operation merge_branch), `run_query` and `{% call statement %}` returning result sets, reads at a version and the
 table functions, a paused merge shown and aborted, a conflicting MERGE BRANCH stopping with its report, and
 `dbt show --inline`."""
 from __future__ import annotations
@@ -47,6 +47,8 @@ def project(tmp_path):
     (project / "models").mkdir()
     (project / "macros" / "branch_sql.sql").write_text(MACROS)
     (project / "models" / "order_count.sql").write_text("select count(*) as n from shop.orders")
+    (project / "models" / "big_orders.sql").write_text(
+        "{{ config(materialized='view') }} select id from shop.orders where amount > 20")
     (project / "dbt_project.yml").write_text(yaml.safe_dump({
         "name": "shop", "version": "1.0", "config-version": 2, "profile": "shop", "macro-paths": ["macros"],
         "model-paths": ["models"], "on-run-start": ["MERGE BRANCH dev"]}))
@@ -71,16 +73,19 @@ def test_branch_statements_in_a_hook_run_query_statement_and_show(project, spark
     lh.create_branch("dev")
     lh.create_branch("other")
     lh.branch("dev").insert("shop.orders", spark.createDataFrame([(3, 30.0)], "id bigint, amount double"))
+    lh.branch("dev").create_view("shop.big_orders", "select id from `shop.orders` where amount > 20")
     lh.branch("other").update("shop.orders", "id = 1", {"amount": "12.0"})
     lh.branch("main").update("shop.orders", "id = 1", {"amount": "15.0"})
     main_before, dev_head = lh.get_branch("main").head, lh.get_branch("dev").head
 
-    # the hook's MERGE BRANCH dev merges into the target's branch, main: one merge commit with both parents
-    assert dbt(project, "run").success
+    # the hook's MERGE BRANCH dev merges into the target's branch, main: one merge commit with both parents,
+    # carrying the project's views as run-operation merge_branch does (the run builds only order_count)
+    assert dbt(project, "run", "--select", "order_count").success
     merges = [c for c in lh.log("main") if len(c.parents) == 2 and dev_head in c.parents]
     assert len(merges) == 1 and merges[0].parents[0] == main_before
     assert sorted(r["id"] for r in lh.read("shop.orders").collect()) == [1, 2, 3]
     assert lh.read("shop.order_count").first()["n"] == 3  # the run read main as merged
+    assert [r["id"] for r in lh.read("shop.big_orders").collect()] == [3]  # the view came with the merge
 
     capsys.readouterr()
     head = lh.get_branch("main").head

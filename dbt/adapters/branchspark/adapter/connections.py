@@ -9,7 +9,7 @@ writes to branch relations become core transactions on the target branch.
 import datetime as dt
 import decimal
 from contextlib import contextmanager
-from typing import Any, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Iterator, List, Optional, Sequence, Tuple
 
 from dbt.adapters.contracts.connection import AdapterResponse, Connection, ConnectionState
 from dbt.adapters.events.logging import AdapterLogger
@@ -66,6 +66,16 @@ def bind(sql: str, bindings: Optional[Sequence[Any]]) -> str:
     if not bindings:
         return sql
     return sql % tuple(sql_literal(v) for v in bindings)
+
+
+# What MERGE BRANCH in the project's SQL passes to the merge besides its statement, as run-operation
+# merge_branch does: the project's views and merge drivers (dest -> Lakehouse.merge arguments). Set by the
+# adapter (impl.py), the one that can render the project's macros; connections open without it.
+project_merge_settings: Optional[Callable[[str], dict]] = None
+
+
+def _project_merge_settings(dest: str) -> dict:
+    return project_merge_settings(dest) if project_merge_settings is not None else {}
 
 
 class BranchSparkCursor:
@@ -134,7 +144,8 @@ class BranchSparkHandle:
         # A branch statement without TO / ON means the target's branch (not the invocation's run branch);
         # USE BRANCH is refused: the target names the branch.
         home = target_branch or branch_session.branch
-        self.router = StatementRouter(branch_session.spark, branch_session, self.write, home=lambda: home)
+        self.router = StatementRouter(branch_session.spark, branch_session, self.write, home=lambda: home,
+                                      merge_settings=_project_merge_settings)
 
     @contextmanager
     def write(self, what: str) -> Iterator[BranchTransaction]:

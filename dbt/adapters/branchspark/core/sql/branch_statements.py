@@ -42,14 +42,18 @@ class BranchStatements:
 
     `session`: the BranchSession whose branch the session reads and writes (in dbt, the run branch);
     `home`: the branch a statement without ON / TO means; `switch`: changes the session's branch
-    (USE BRANCH), or None where the branch is fixed (dbt: the target names it)."""
+    (USE BRANCH), or None where the branch is fixed (dbt: the target names it); `merge_settings(dest)`:
+    what else a merge into dest takes where the session has it (dbt: the project's views and merge drivers,
+    as run-operation merge_branch passes them), a dict of `Lakehouse.merge` arguments."""
 
-    def __init__(self, session, home: Callable[[], str], switch: Callable[[str], None] | None):
+    def __init__(self, session, home: Callable[[], str], switch: Callable[[str], None] | None,
+                 merge_settings: Callable[[str], dict] | None = None):
         self.session = session
         self.lakehouse = session.lakehouse
         self.spark = session.spark
         self.home = home
         self.switch = switch
+        self.merge_settings = merge_settings or (lambda dest: {})
 
     def run(self, statement: BranchStatement) -> RoutedResult:
         return getattr(self, f"_{type(statement).__name__}")(statement)
@@ -61,12 +65,14 @@ class BranchStatements:
         result = self.lakehouse.merge(st.src, dest, strategy=options.get("strategy", "merge"),
                                       on_conflict=options.get("on_conflict", "abort"),
                                       dry_run=bool(options.get("dry_run", False)), message=options.get("message"),
-                                      author=self.session.author)
+                                      author=self.session.author, **self.merge_settings(dest))
         return self._merged(result, dest)
 
     def _ContinueMerge(self, st: ContinueMerge) -> RoutedResult:
         dest = st.dest or self.home()
-        return self._merged(self.lakehouse.merge(None, dest, continue_=True, author=self.session.author), dest)
+        settings = {k: v for k, v in self.merge_settings(dest).items() if k == "drivers"}  # views came at the start
+        return self._merged(self.lakehouse.merge(None, dest, continue_=True, author=self.session.author, **settings),
+                            dest)
 
     def _merged(self, result: MergeResult, dest: str) -> RoutedResult:
         if dest == self.session.branch and result.status not in ("dry-run", "conflicts"):

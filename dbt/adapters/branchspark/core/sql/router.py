@@ -65,15 +65,18 @@ _PARTITIONED_BY = re.compile(r"partitioned\s+by\s*\((?P<cols>[^)]*)\)", _FLAGS)
 
 class StatementRouter:
     def __init__(self, spark: SparkSession, branch_session, write: Callable,
-                 home: Optional[Callable[[], str]] = None, switch: Optional[Callable[[str], None]] = None):
+                 home: Optional[Callable[[], str]] = None, switch: Optional[Callable[[str], None]] = None,
+                 merge_settings: Optional[Callable[[str], dict]] = None):
         """`write(message)` gives a context manager yielding the BranchTransaction to use. `home()`: the branch
         a branch statement without TO / ON means (default: the session's); `switch(name)`: what USE BRANCH
-        does (None: refused, as in dbt, whose target names the branch)."""
+        does (None: refused, as in dbt, whose target names the branch); `merge_settings(dest)`: what else
+        MERGE BRANCH passes to the merge (branch_statements.py)."""
         self.spark = spark
         self.branch_session = branch_session
         self.views = branch_session.views
         self.write = write
-        self.branch_statements = BranchStatements(branch_session, home or (lambda: branch_session.branch), switch)
+        self.branch_statements = BranchStatements(branch_session, home or (lambda: branch_session.branch), switch,
+                                                  merge_settings)
 
     # -- entry points ---------------------------------------------------------------------
     def execute(self, sql: str) -> RoutedResult:
