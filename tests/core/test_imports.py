@@ -35,6 +35,8 @@ FUNCTION_IMPORTS = {
         "the changes and diff cores cost every dbt invocation about 0.15 s of imports; only branch_changes, "
         "branch_diff and restore use them",
     (f"{PACKAGE}.adapter.impl", f"{PACKAGE}.adapter.diff_operations"): "the same",
+    (f"{PACKAGE}.cli.sql_cmd", "readline"): "importing readline may write to the terminal; only the interactive "
+                                            "`branchspark sql` shell wants its line editing and history",
 }
 CORE_FUNCTION_IMPORTS = {
     (f"{PACKAGE}.core.catalog.store", "alembic"): "only creating or upgrading a catalog migrates its schema; "

@@ -69,8 +69,8 @@ def table_files(lh) -> list[str]:
 
 
 def test_a3_relation_rows_then_sql_and_routed_update_then_continue(lh, a3, spark):
-    from dbt.adapters.branchspark.adapter.target_branch import BranchSession
-    from dbt.adapters.branchspark.adapter.sql_router import StatementRouter
+    from dbt.adapters.branchspark.core.sql.branch_session import BranchSession
+    from dbt.adapters.branchspark.core.sql.router import StatementRouter
 
     before = lh.store.get_branch("dest").head
     src_ids, dest_ids = identities(lh, "src"), identities(lh, "dest")

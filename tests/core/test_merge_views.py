@@ -3,7 +3,7 @@ views with its tables in one merge commit; without `views` the core merges only 
 import pytest
 
 from dbt.adapters.branchspark.core import errors
-from dbt.adapters.branchspark.adapter.temp_views import views_of
+from dbt.adapters.branchspark.core.sql.temp_views import views_of
 
 
 @pytest.fixture

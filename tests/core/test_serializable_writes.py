@@ -5,8 +5,8 @@ fault point, so the race is exact."""
 import pytest
 
 from dbt.adapters.branchspark.core import errors
-from dbt.adapters.branchspark.adapter.target_branch import BranchSession, statement_transaction
-from dbt.adapters.branchspark.adapter.sql_router import StatementRouter
+from dbt.adapters.branchspark.core.sql.branch_session import BranchSession, statement_transaction
+from dbt.adapters.branchspark.core.sql.router import StatementRouter
 from sorted_rows import rows
 
 

@@ -28,10 +28,10 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from dbt.adapters.branchspark.adapter.target_branch import BranchSession, statement_transaction
+from dbt.adapters.branchspark.core.sql.branch_session import BranchSession, statement_transaction
 from dbt.adapters.branchspark.core.errors import WriteConflict
 from dbt.adapters.branchspark.core.lakehouse import Lakehouse, fault_from_env
-from dbt.adapters.branchspark.adapter.sql_router import StatementRouter
+from dbt.adapters.branchspark.core.sql.router import StatementRouter
 from dbt.adapters.branchspark.core.spark_session import connect_session, local_session
 from tests.spark_settings import FAST_SMALL_QUERIES
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from dbt.adapters.branchspark.adapter.temp_views import views_of
+from dbt.adapters.branchspark.core.sql.temp_views import views_of
 from dbt.adapters.branchspark.core.lakehouse import Lakehouse
 from dbt.cli.main import dbtRunner
 

@@ -1,4 +1,4 @@
-"""The session temp views that expose a branch to dbt's SQL (adapter/temp_views.py).
+"""The session temp views that expose a branch to dbt's SQL (core/sql/temp_views.py).
 
 After a commit, a relation's temp view is replaced on its next use instead of being dropped at once (one
 round trip less per model build); these tests pin that a statement never reads the earlier version and
@@ -6,7 +6,7 @@ that a dropped relation's view goes away even when it was never read in between.
 """
 import pytest
 
-from dbt.adapters.branchspark.adapter.temp_views import BranchViews
+from dbt.adapters.branchspark.core.sql.temp_views import BranchViews
 from dbt.adapters.branchspark.core.lakehouse import Lakehouse
 
 

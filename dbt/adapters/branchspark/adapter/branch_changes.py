@@ -10,65 +10,18 @@ first rows, the only rows brought to the driver.
 import re
 import uuid
 from dataclasses import dataclass
-from typing import Any, List, Optional
+from typing import List, Optional
 
-from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from dbt.adapters.branchspark.core.changes import (
-    CHANGE_TYPE,
-    COMMIT_ID,
-    COMMIT_SEQ,
-    COMMIT_TS,
-    DELETE,
-    INSERT,
-    plan_range,
-    table_changes,
-)
+from dbt.adapters.branchspark.core.changes import CHANGE_TYPE, COMMIT_ID, COMMIT_SEQ, COMMIT_TS, DELETE, INSERT, plan_range
+from dbt.adapters.branchspark.core.changes.request import ChangesRequest, make_request  # impl.py asks here
 from dbt.adapters.branchspark.core.changes.feed import ORDER
 from dbt.adapters.branchspark.adapter.text_tables import table_text, text_table, time_text
 from dbt.adapters.branchspark.core.sql_text import quote_identifier
 
 VIEW_PREFIX = "branch_changes__"
 MAX_COMMITS_SHOWN = 20  # per-commit lines printed by the summary; totals always cover the whole range
-
-
-@dataclass(frozen=True)
-class ChangesRequest:
-    """What a dbt user asked for, with the target's defaults filled in."""
-
-    table: str  # catalog name `database.table`
-    from_version: Any  # None / 0 / "": snapshot mode
-    to: Any  # None: the head of `branch`
-    branch: Optional[str]  # the branch times are read on (None: the branch `to` names)
-    net: bool
-
-    def frame(self, lakehouse) -> DataFrame:
-        return table_changes(lakehouse, self.table, self.from_version, self.to, branch=self.branch, net=self.net)
-
-
-def make_request(lakehouse, table: str, from_version, to, branch, net, target_branch: str) -> ChangesRequest:
-    """Defaults for a dbt target: `to` is the head of `branch`, and `branch` the target's branch.
-
-    When `to` names a branch and no `branch` is given, times are read on that branch (as in the core).
-    """
-    from_version, to = _version_arg(from_version), _version_arg(to)
-    if to in ("", 0):
-        to = None
-    if not branch:
-        branch = None if isinstance(to, str) and lakehouse.branch_exists(to) else target_branch
-    if isinstance(net, str):  # --args '{net: "true"}'
-        net = net.strip().lower() in ("true", "yes", "1")
-    return ChangesRequest(table.lower(), from_version, to, branch, bool(net))
-
-
-def _version_arg(value):
-    """Strings stripped; a number other than 0 is a commit id prefix that YAML (--args) read as a number."""
-    if isinstance(value, str):
-        return value.strip()
-    if isinstance(value, int) and not isinstance(value, bool) and value != 0:
-        return str(value)
-    return value
 
 
 def register_view(spark, lakehouse, request: ChangesRequest, limit: Optional[int] = None) -> str:

@@ -9,7 +9,7 @@ writes to branch relations become core transactions on the target branch.
 import datetime as dt
 import decimal
 from contextlib import contextmanager
-from typing import Any, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Iterator, List, Optional, Sequence, Tuple
 
 from dbt.adapters.contracts.connection import AdapterResponse, Connection, ConnectionState
 from dbt.adapters.events.logging import AdapterLogger
@@ -18,21 +18,20 @@ from dbt.adapters.spark.connections import SparkConnectionManager
 from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
 from dbt.flags import get_flags
 
-from dbt.adapters.branchspark.adapter.target_branch import (
-    BranchSession,
-    BranchTransaction,
-    open_lakehouse,
-    statement_transaction,
-)
+from dbt.adapters.branchspark.adapter.target_branch import _author, open_lakehouse
+from dbt.adapters.branchspark.core.sql.branch_session import BranchSession, BranchTransaction, statement_transaction
 from dbt.adapters.branchspark.core.catalog.url import redact_text
 from dbt.adapters.branchspark.adapter.credentials import LOCAL_METHOD, BranchSparkCredentials
 from dbt.adapters.branchspark.engine import client as engine_client
 from dbt.adapters.branchspark.adapter.run_landing import session_branch
 from dbt.adapters.branchspark.core.spark_errors import unreadable_file
 from dbt.adapters.branchspark.core.spark_session import spark_session
-from dbt.adapters.branchspark.adapter.sql_router import RoutedResult, StatementRouter
+from dbt.adapters.branchspark.core.sql.results import RoutedResult
+from dbt.adapters.branchspark.core.sql.router import StatementRouter
 from dbt.adapters.branchspark.core.sql_text import split_statements
-from dbt.adapters.branchspark.core.errors import BranchNotFound, BranchsparkError
+from dbt.adapters.branchspark.core.errors import BranchNotFound, BranchsparkError, MergeConflict
+from dbt.adapters.branchspark.core.merge.report import MergeResult
+from dbt.adapters.branchspark.adapter.merge_operations import report_text
 from dbt.adapters.branchspark.adapter.commit_messages import statement_message
 
 logger = AdapterLogger("branchspark")
@@ -67,6 +66,16 @@ def bind(sql: str, bindings: Optional[Sequence[Any]]) -> str:
     if not bindings:
         return sql
     return sql % tuple(sql_literal(v) for v in bindings)
+
+
+# What MERGE BRANCH in the project's SQL passes to the merge besides its statement, as run-operation
+# merge_branch does: the project's views and merge drivers (dest -> Lakehouse.merge arguments). Set by the
+# adapter (impl.py), the one that can render the project's macros; connections open without it.
+project_merge_settings: Optional[Callable[[str], dict]] = None
+
+
+def _project_merge_settings(dest: str) -> dict:
+    return project_merge_settings(dest) if project_merge_settings is not None else {}
 
 
 class BranchSparkCursor:
@@ -129,10 +138,14 @@ class BranchSparkCursor:
 class BranchSparkHandle:
     """The connection handle of one dbt thread: the branch session plus the model build's transaction."""
 
-    def __init__(self, branch_session: BranchSession):
+    def __init__(self, branch_session: BranchSession, target_branch: Optional[str] = None):
         self.branch_session = branch_session
         self.model_transaction: Optional[BranchTransaction] = None
-        self.router = StatementRouter(branch_session.spark, branch_session, self.write)
+        # A branch statement without TO / ON means the target's branch (not the invocation's run branch);
+        # USE BRANCH is refused: the target names the branch.
+        home = target_branch or branch_session.branch
+        self.router = StatementRouter(branch_session.spark, branch_session, self.write, home=lambda: home,
+                                      merge_settings=_project_merge_settings)
 
     @contextmanager
     def write(self, what: str) -> Iterator[BranchTransaction]:
@@ -211,11 +224,11 @@ class BranchSparkConnectionManager(SparkConnectionManager):
             refuse_protected_builds(lakehouse, creds.branch)
             refuse_builds_on_paused(lakehouse, creds.branch)
             # a writing invocation works on its run branch, merged into the target at its end
-            branch_session = BranchSession(spark, lakehouse, session_branch(lakehouse, creds))
+            branch_session = BranchSession(spark, lakehouse, session_branch(lakehouse, creds), author=_author())
             branch_session.expose_branch()
         except Exception as exc:
             raise FailedToConnectError(error_line(exc)) from exc
-        connection.handle = BranchSparkHandle(branch_session)
+        connection.handle = BranchSparkHandle(branch_session, target_branch=creds.branch)
         connection.state = ConnectionState.OPEN
         return connection
 
@@ -262,6 +275,8 @@ def refuse_builds_on_paused(lakehouse, branch: str) -> None:
 
 def error_line(exc: BaseException) -> str:
     """The message a user should read: the core's one line as is; Spark's without the JVM trace."""
+    if isinstance(exc, MergeConflict) and isinstance(exc.report, MergeResult):  # MERGE BRANCH in SQL
+        return f"{report_text(exc.report)}\n{redact_text(str(exc))}"
     if isinstance(exc, BranchsparkError):
         return redact_text(str(exc))
     damaged = unreadable_file(exc)

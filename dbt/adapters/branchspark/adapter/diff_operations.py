@@ -10,9 +10,8 @@ import re
 import uuid
 from typing import Optional
 
-from pyspark.sql import types as T
-
-from dbt.adapters.branchspark.core.diff import CHANGED, DIFF_TYPE, branch_diff
+from dbt.adapters.branchspark.core.diff import branch_diff
+from dbt.adapters.branchspark.core.diff.relation import table_diff_relation, version_text as _version
 from dbt.adapters.branchspark.core.diff.report import report
 
 VIEW_PREFIX = "branch_diff__"
@@ -27,11 +26,6 @@ def _tables(tables) -> Optional[list]:
     return [str(t) for t in tables]
 
 
-def _version(value) -> str:
-    """A number (YAML read a commit id prefix as one) as text."""
-    return value.strip() if isinstance(value, str) else str(value)
-
-
 def summary(lakehouse, from_version, to, tables=None, mode=None, limit=10, fmt: str = "text") -> str:
     """What run-operation branch_diff prints: per table the counts, schema changes and conflicts, then rows."""
     found = branch_diff(lakehouse, _version(from_version), _version(to), tables=_tables(tables), mode=mode or None)
@@ -40,15 +34,7 @@ def summary(lakehouse, from_version, to, tables=None, mode=None, limit=10, fmt: 
 
 def register_view(spark, lakehouse, table: str, from_version, to, mode=None, limit: Optional[int] = None) -> str:
     """A new temp view over `table`'s diff rows from `from_version` to `to`; returns its name."""
-    found = branch_diff(lakehouse, _version(from_version), _version(to), tables=[table], mode=mode or None,
-                        preview=False)
-    entry = found.tables[0] if found.tables else None
-    frame = entry.relation() if entry is not None else None
-    if frame is None:  # the same rows in both versions: an empty relation with the table's columns
-        columns = lakehouse.snapshot(_version(to)).read(table).schema.fields
-        frame = spark.createDataFrame([], T.StructType(
-            [T.StructField(DIFF_TYPE, T.StringType())] + columns
-            + [T.StructField(CHANGED, T.ArrayType(T.StringType()))]))
+    frame = table_diff_relation(lakehouse, table, from_version, to, mode)
     if limit is not None:  # `dbt run --empty`
         frame = frame.limit(int(limit))
     name = f"{VIEW_PREFIX}{re.sub(r'[^a-z0-9_]', '_', table.lower())}__{uuid.uuid4().hex[:12]}"

@@ -20,15 +20,18 @@ from dbt_common.exceptions import DbtRuntimeError
 from typing_extensions import TypeAlias
 
 from dbt.adapters.branchspark.adapter import model_writes, run_landing, text_tables
-from dbt.adapters.branchspark.adapter.temp_views import VIEW
+from dbt.adapters.branchspark.core.sql.temp_views import VIEW
 from dbt.adapters.branchspark.adapter.commit_messages import model_message
 from dbt.adapters.branchspark.adapter.connections import BranchSparkConnectionManager, BranchSparkHandle, error_line
-from dbt.adapters.branchspark.adapter.frames import normalize_type
-from dbt.adapters.branchspark.adapter.relation import BranchSparkRelation, core_table_name
+from dbt.adapters.branchspark.core.frames import normalize_type
+from dbt.adapters.branchspark.adapter.relation import BranchSparkRelation
+from dbt.adapters.branchspark.core.sql_text import core_table_name
 from dbt.adapters.branchspark.adapter.seeds import seed_dataframe
 from dbt.adapters.branchspark.adapter.target_branch import _author
-from dbt.adapters.branchspark.adapter.merge_operations import paused_operation, run_merge
+from dbt.adapters.branchspark.adapter import connections
+from dbt.adapters.branchspark.adapter.merge_operations import paused_operation, project_drivers, run_merge
 from dbt.adapters.branchspark.core.errors import DatabaseNotFound
+from dbt.adapters.branchspark.core.sql.statements import is_branch_statement
 
 logger = AdapterLogger("branchspark")
 
@@ -63,6 +66,16 @@ class BranchSparkAdapter(SparkAdapter):
     def __init__(self, config, *args, **kwargs) -> None:
         super().__init__(config, *args, **kwargs)
         run_landing.adapter_created(getattr(config, "project_root", None), getattr(config, "target_path", None))
+        connections.project_merge_settings = self._project_merge_settings
+
+    def _project_merge_settings(self, dest: str) -> dict:
+        """MERGE BRANCH in the project's SQL merges as run-operation merge_branch does: with the project's views
+        and its merge-driver macros (rendered for `dest`); none when no manifest is loaded (`dbt debug`)."""
+        if self.get_macro_resolver() is None:
+            return {}
+        views = self.execute_macro("branchspark_project_views")
+        drivers = self.execute_macro("branchspark_merge_drivers", kwargs={"dest": dest})
+        return {"views": _as_list(views), "drivers": project_drivers(drivers)}
 
     def cleanup_connections(self) -> None:
         """dbt calls this when a task ends (after the on-run-end hooks): land or keep the run branch."""
@@ -390,6 +403,11 @@ class BranchSparkAdapter(SparkAdapter):
     def table_text(self, table, max_column_width: int = 80) -> str:
         """An agate table as the Markdown-like text dbt prints (for run-operation output)."""
         return text_tables.table_text(table, max_column_width)
+
+    @available
+    def is_branch_statement(self, sql: str) -> bool:
+        """Whether `sql` is a branch statement (`SHOW LOG`, `MERGE BRANCH dev`): `dbt show` adds no LIMIT to it."""
+        return is_branch_statement(sql)
 
     @available
     def current_branch(self) -> str:

@@ -31,7 +31,7 @@ def report_text(result: MergeResult) -> str:
     return "\n".join(parts)
 
 
-def _drivers(expressions) -> dict:
+def project_drivers(expressions) -> dict:
     """The dbt macros' merge drivers (table -> SQL per column, rendered in Jinja) as core drivers."""
     return {table: sql_driver(sql) for table, sql in (expressions or {}).items() if sql}
 
@@ -41,7 +41,7 @@ def run_merge(lakehouse, src: str, dest: str, strategy: str, on_conflict, dry_ru
     """`views`: the project's views, carried with the tables (SPEC 5; the core alone merges tables only)."""
     try:
         result = lakehouse.merge(src, dest, strategy=strategy, on_conflict=on_conflict, dry_run=bool(dry_run),
-                                 message=message, author=author, drivers=_drivers(drivers),
+                                 message=message, author=author, drivers=project_drivers(drivers),
                                  continue_=bool(continue_), views=views)
     except MergeConflict as conflict:
         raise DbtRuntimeError(f"{report_text(conflict.report)}\n{conflict}") from None

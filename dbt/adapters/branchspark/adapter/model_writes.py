@@ -11,7 +11,7 @@ from typing import Dict, List, Optional, Sequence
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from dbt.adapters.branchspark.adapter.frames import conform_by_name, quote_column
+from dbt.adapters.branchspark.core.frames import conform_by_name, quote_column
 
 MATCHED = "__branchspark_matched"
 

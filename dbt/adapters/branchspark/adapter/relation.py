@@ -5,12 +5,7 @@ from typing import Optional
 
 from dbt.adapters.spark.relation import SparkRelation
 
-from dbt.adapters.branchspark.core.sql_text import quote_identifier
-
-
-def core_table_name(schema: str, identifier: str) -> str:
-    """The catalog's name of a table: `database.table`, lower case (Spark names are case-insensitive)."""
-    return f"{schema}.{identifier}".lower()
+from dbt.adapters.branchspark.core.sql_text import core_table_name, quote_identifier
 
 
 @dataclass(frozen=True, eq=False, repr=False)

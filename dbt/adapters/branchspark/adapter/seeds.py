@@ -28,7 +28,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from dbt.adapters.branchspark.adapter.frames import spark_type
+from dbt.adapters.branchspark.core.frames import spark_type
 
 BATCH_ROWS = 10000
 

@@ -24,6 +24,7 @@ from .merge_cmd import abort, merge, merge_status, resolve
 from .output import console
 from .serve_cmd import serve
 from .session import command_session
+from .sql_cmd import sql
 
 
 class Context:
@@ -200,6 +201,7 @@ cli.add_command(resolve)
 cli.add_command(abort)
 cli.add_command(serve)
 cli.add_command(engine)
+cli.add_command(sql)
 
 
 if __name__ == "__main__":

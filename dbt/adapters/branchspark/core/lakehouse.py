@@ -16,7 +16,7 @@ import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from pyspark.errors import PySparkException
@@ -34,9 +34,11 @@ from .merge.strategies import merge_branch
 from .operations import ObjectKind, Op
 from .spark_errors import unreadable_file
 from .spark_session import local_session
+from .sql.session import SqlSession
 from .storage.layout import SEGMENT_COLUMN, Warehouse, metadata_roots
 from .storage.reader import TableReader
 from .storage.writer import SegmentWriter
+from .times import parse_time
 from .transaction import Transaction
 from .view_relations import register_relations
 
@@ -78,21 +80,6 @@ def _descendants(pid: int) -> list[int]:
             found.append(child)
             waiting.append(child)
     return found
-
-
-def parse_time(value) -> datetime:
-    """A datetime (UTC, naive) from a datetime or an ISO-8601 string."""
-    if isinstance(value, datetime):
-        moment = value
-    else:
-        try:
-            moment = datetime.fromisoformat(str(value).strip().replace("Z", "+00:00"))
-        except ValueError:
-            raise errors.InvalidArgument(f"'{value}' is not a time: write it as ISO 8601, e.g. "
-                                         f"2026-11-21T10:00:00") from None
-    if moment.tzinfo is not None:
-        moment = moment.astimezone(timezone.utc).replace(tzinfo=None)
-    return moment
 
 
 @dataclass
@@ -319,6 +306,17 @@ class Lakehouse:
             out.append(CommitInfo(commit.id, commit.seq, commit.ts, commit.parents, commit.message, commit.author,
                                   self.store.operations(commit.id)))
         return out
+
+    # ------------------------------------------------------------------ sql
+    def sql(self, text: str, branch: str = MAIN, author: str | None = None) -> DataFrame:
+        """Run SQL on `branch` (SPEC 9): Spark SQL over the branch's tables (a write is one commit on it) and
+        the branch statements (`MERGE BRANCH dev`, `SHOW LOG`, ...). Several statements run in order; the
+        last one's rows come back. See docs/sql.md."""
+        return self.sql_session(branch, author).sql(text)
+
+    def sql_session(self, branch: str = MAIN, author: str | None = None) -> SqlSession:
+        """A SQL session on `branch` that keeps its branch across calls (USE BRANCH switches it)."""
+        return SqlSession(self, branch, author)
 
     # --------------------------------------------------------------- writes
     def transaction(self, branch: str, message: str = "", author: str | None = None,

@@ -77,13 +77,18 @@ def tokens(sql: str) -> Iterator[Tuple[str, int, int]]:
 
 def split_statements(sql: str) -> List[str]:
     """Top-level statements of `sql`, split on `;` outside literals and comments."""
-    statements, start = [], 0
+    return [sql[start:end] for start, end in statement_spans(sql)]
+
+
+def statement_spans(sql: str) -> List[Tuple[int, int]]:
+    """(start, end) of each top-level statement of `sql` (split on `;` outside literals and comments)."""
+    spans, start = [], 0
     for kind, s, e in tokens(sql):
         if kind == OTHER and sql[s] == ";":
-            statements.append(sql[start:s])
+            spans.append((start, s))
             start = e
-    statements.append(sql[start:])
-    return [stmt for stmt in statements if strip_comments(stmt).strip()]
+    spans.append((start, len(sql)))
+    return [(s, e) for s, e in spans if strip_comments(sql[s:e]).strip()]
 
 
 def strip_comments(sql: str) -> str:
@@ -94,6 +99,11 @@ def unquote(name_token: str) -> str:
     if name_token.startswith("`") and name_token.endswith("`") and len(name_token) >= 2:
         return name_token[1:-1].replace("``", "`")
     return name_token
+
+
+def core_table_name(schema: str, identifier: str) -> str:
+    """The catalog's name of a table: `database.table`, lower case (Spark names are case-insensitive)."""
+    return f"{schema}.{identifier}".lower()
 
 
 def quote_identifier(name: str) -> str:

@@ -84,3 +84,13 @@
 {#- Column comments are not stored in the catalog yet: docs stay in dbt's manifest. -#}
 {% macro branchspark__persist_docs(relation, model, for_relation, for_columns) -%}
 {%- endmacro %}
+
+{#- `dbt show` appends `limit N` to the query; a branch statement (`SHOW LOG`, `MERGE BRANCH dev`) takes none:
+    the cursor fetches only N of its rows anyway. -#}
+{% macro branchspark__get_limit_sql(sql, limit) %}
+  {%- if limit is not none and adapter.is_branch_statement(sql) -%}
+  {{ sql }}
+  {%- else -%}
+  {{ default__get_limit_sql(sql, limit) }}
+  {%- endif -%}
+{% endmacro %}

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame
 
-from ..lakehouse import Lakehouse
+from ..context import WriteContext
 from .feed import CHANGE_TYPE, COMMIT_ID, COMMIT_SEQ, COMMIT_TS, DELETE, INSERT, ORDER, ChangeFeed
 from .handle import DEFAULT_BATCH_ROWS, ChangesHandle, Hint
 from .net import net_changes, net_rows
@@ -22,7 +22,7 @@ __all__ = ["table_changes", "open_changes", "ChangesHandle", "Hint", "plan_range
            "COMMIT_ID", "COMMIT_TS", "COMMIT_SEQ", "INSERT", "DELETE"]
 
 
-def table_changes(lakehouse: Lakehouse, table: str, from_, to=None, branch: str | None = None,
+def table_changes(lakehouse: WriteContext, table: str, from_, to=None, branch: str | None = None,
                   net: bool = False) -> DataFrame:
     """Rows inserted into and deleted from `table` after version `from_` up to version `to`.
 
@@ -41,7 +41,7 @@ def table_changes(lakehouse: Lakehouse, table: str, from_, to=None, branch: str 
     return frame.orderBy(*ORDER)
 
 
-def open_changes(lakehouse: Lakehouse, table: str, from_, to=None, branch: str | None = None,
+def open_changes(lakehouse: WriteContext, table: str, from_, to=None, branch: str | None = None,
                  batch_rows: int = DEFAULT_BATCH_ROWS) -> ChangesHandle:
     """A streaming handle over the same changes as table_changes (see changes/handle.py)."""
     plan = plan_range(lakehouse, table, from_, to, branch)

@@ -20,7 +20,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..catalog.commits import CommitInfo
-from ..lakehouse import Lakehouse
+from ..context import WriteContext
 from ..storage.reader import quote
 from .delta import DeltaReader
 from .versions import ChangeRange
@@ -44,7 +44,7 @@ def metadata_columns(commit: CommitInfo, change_type: str) -> list[Column]:
 
 
 class ChangeFeed:
-    def __init__(self, lakehouse: Lakehouse, plan: ChangeRange):
+    def __init__(self, lakehouse: WriteContext, plan: ChangeRange):
         self.lakehouse = lakehouse
         self.plan = plan
         self.deltas = DeltaReader(lakehouse.spark, lakehouse.warehouse, lakehouse.store, plan.schema,

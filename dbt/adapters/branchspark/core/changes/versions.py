@@ -21,7 +21,8 @@ from ..catalog.namespace import Namespace
 from ..catalog.schema import Schema
 from ..catalog.state import Root, TableState
 from ..catalog.store import MAIN
-from ..lakehouse import Lakehouse, parse_time
+from ..context import WriteContext
+from ..times import parse_time
 from ..operations import ObjectKind
 
 
@@ -54,7 +55,7 @@ def is_snapshot_request(from_) -> bool:
     return from_ is None or from_ == 0 or (isinstance(from_, str) and from_.strip() in ("", "0"))
 
 
-def default_branch(lakehouse: Lakehouse, to, branch: str | None) -> str:
+def default_branch(lakehouse: WriteContext, to, branch: str | None) -> str:
     """Times are read on `branch`; without one, on `to` when it is a branch name, else on main."""
     if branch:
         lakehouse.store.get_branch(branch)  # one clear error for a missing branch
@@ -64,7 +65,7 @@ def default_branch(lakehouse: Lakehouse, to, branch: str | None) -> str:
     return MAIN
 
 
-def resolve_version(lakehouse: Lakehouse, value, branch: str) -> CommitInfo:
+def resolve_version(lakehouse: WriteContext, value, branch: str) -> CommitInfo:
     """A commit from a commit id, a branch name, `branch@time` or a time on `branch`."""
     if isinstance(value, datetime):
         return lakehouse.resolve(branch, as_of=value)
@@ -84,7 +85,7 @@ def resolve_version(lakehouse: Lakehouse, value, branch: str) -> CommitInfo:
     return lakehouse.resolve(branch, as_of=moment)
 
 
-def plan_range(lakehouse: Lakehouse, table: str, from_, to, branch: str | None = None) -> ChangeRange:
+def plan_range(lakehouse: WriteContext, table: str, from_, to, branch: str | None = None) -> ChangeRange:
     store = lakehouse.store
     branch = default_branch(lakehouse, to, branch)
     to_commit = resolve_version(lakehouse, branch if to is None or to == "" else to, branch)
@@ -99,7 +100,7 @@ def plan_range(lakehouse: Lakehouse, table: str, from_, to, branch: str | None =
     return ChangeRange(table, table_id, to_commit, from_commit, state, schema, steps)
 
 
-def _chain(lakehouse: Lakehouse, from_commit: CommitInfo | None, to_commit: CommitInfo, from_, to) -> list[CommitInfo]:
+def _chain(lakehouse: WriteContext, from_commit: CommitInfo | None, to_commit: CommitInfo, from_, to) -> list[CommitInfo]:
     """Commits after `from` up to `to` on `to`'s first-parent history, newest first."""
     if from_commit is None:
         return [to_commit]
@@ -115,7 +116,7 @@ def _chain(lakehouse: Lakehouse, from_commit: CommitInfo | None, to_commit: Comm
         f"({to_commit.short_id}): give a from version that is an earlier commit of the same branch")
 
 
-def _find_table(lakehouse: Lakehouse, name: str, chain: list[CommitInfo], to_commit: CommitInfo):
+def _find_table(lakehouse: WriteContext, name: str, chain: list[CommitInfo], to_commit: CommitInfo):
     """The table's id and its state at `to`, or at the newest commit of the range that still had it."""
     for commit in chain or [to_commit]:
         ns = Namespace(lakehouse.store, lakehouse.store.root(commit.id), commit.short_id)
@@ -125,7 +126,7 @@ def _find_table(lakehouse: Lakehouse, name: str, chain: list[CommitInfo], to_com
     raise errors.TableNotFound(name, to_commit.short_id)
 
 
-def _steps(lakehouse: Lakehouse, table_id: str, from_commit: CommitInfo, chain: list[CommitInfo]):
+def _steps(lakehouse: WriteContext, table_id: str, from_commit: CommitInfo, chain: list[CommitInfo]):
     store = lakehouse.store
     previous: Root = store.root(from_commit.id)
     last_seen = _version(previous, table_id)  # survives a drop, so a later restore diffs against it

@@ -16,8 +16,8 @@ from typing import Callable, Dict, Iterable, List, Optional, Set
 
 from pyspark.sql import DataFrame, SparkSession
 
-from dbt.adapters.branchspark.core.sql_text import QUOTED, quote_identifier, tokens, unquote
-from dbt.adapters.branchspark.core.operations import ObjectKind
+from ..operations import ObjectKind
+from ..sql_text import QUOTED, quote_identifier, tokens, unquote
 
 TABLE, VIEW = ObjectKind.TABLE, ObjectKind.VIEW
 

@@ -8,8 +8,8 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import CharType, DataType, StringType, StructField, StructType, VarcharType, _parse_datatype_string
 
-from dbt.adapters.branchspark.core.sql_text import quote_identifier as quote_column
-from dbt.adapters.branchspark.core.sql_text import split_top_level, unquote
+from .sql_text import quote_identifier as quote_column
+from .sql_text import split_top_level, unquote
 
 # SQL type names dbt's generic macros use that Spark's DDL parser does not know.
 _TYPE_ALIASES = {

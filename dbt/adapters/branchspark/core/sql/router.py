@@ -1,33 +1,38 @@
-"""Route SQL statements that change branch relations to the core; run the rest on Spark.
+"""Route every SQL statement of a session: branch statements, writes to branch relations, and the rest.
 
-dbt, hooks and tests send plain SQL (`insert into s.t ...`, `update s.t set ...`,
-`drop table if exists s.t`, `create schema s`, ...). Statements whose target is
-a branch relation (a qualified name) become core operations in the current
-transaction; everything else (queries, temp views, `set`) goes to `spark.sql`
-after branch relations named `schema.table` are rewritten to their temp views.
+dbt, hooks, tests, `Lakehouse.sql` and the `branchspark sql` shell send plain SQL (`insert into s.t ...`,
+`update s.t set ...`, `drop table if exists s.t`, `create schema s`, ...). The branch statements of SPEC 9
+(`MERGE BRANCH dev`, `SHOW LOG`, ...: statements.py) run their Lakehouse operation (branch_statements.py).
+Statements whose target is a branch relation (a qualified name) become core operations in the current
+transaction; everything else (queries, temp views, `set`) goes to `spark.sql` after reads at another
+version and the table functions become temp views (version_reads.py) and branch relations named
+`schema.table` are rewritten to their temp views.
 """
 
 import re
-from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Tuple
 
 from pyspark.sql import DataFrame, SparkSession
 
-from dbt.adapters.branchspark.adapter import frames
-from dbt.adapters.branchspark.adapter.relation import core_table_name
-from dbt.adapters.branchspark.core.sql_text import (
+from .. import frames
+from ..errors import DatabaseNotFound
+from ..merge import interactive
+from . import version_reads
+from .branch_statements import BranchStatements
+from .results import RoutedResult
+from .statements import parse_branch_statement
+from ..sql_text import (
     NAME_PATTERN,
     OTHER,
-    tokens,
+    core_table_name,
     find_top_level_keyword,
     parse_relation_name,
     qualify_branch_relations,
     split_top_level,
     strip_comments,
+    tokens,
     unquote,
 )
-from dbt.adapters.branchspark.core.errors import DatabaseNotFound
-from dbt.adapters.branchspark.core.merge import interactive
 
 _FLAGS = re.IGNORECASE | re.DOTALL
 N = NAME_PATTERN
@@ -58,24 +63,26 @@ _PARTITION_SPEC = re.compile(r"^partition\s*\((?P<spec>[^)]*)\)\s*", _FLAGS)
 _PARTITIONED_BY = re.compile(r"partitioned\s+by\s*\((?P<cols>[^)]*)\)", _FLAGS)
 
 
-@dataclass
-class RoutedResult:
-    """What a routed statement returns to the cursor: rows (a DataFrame) or a status line."""
-
-    df: Optional[DataFrame] = None
-    message: str = "OK"
-
-
 class StatementRouter:
-    def __init__(self, spark: SparkSession, branch_session, write: Callable):
-        """`write(message)` gives a context manager yielding the BranchTransaction to use."""
+    def __init__(self, spark: SparkSession, branch_session, write: Callable,
+                 home: Optional[Callable[[], str]] = None, switch: Optional[Callable[[str], None]] = None,
+                 merge_settings: Optional[Callable[[str], dict]] = None):
+        """`write(message)` gives a context manager yielding the BranchTransaction to use. `home()`: the branch
+        a branch statement without TO / ON means (default: the session's); `switch(name)`: what USE BRANCH
+        does (None: refused, as in dbt, whose target names the branch); `merge_settings(dest)`: what else
+        MERGE BRANCH passes to the merge (branch_statements.py)."""
         self.spark = spark
         self.branch_session = branch_session
         self.views = branch_session.views
         self.write = write
+        self.branch_statements = BranchStatements(branch_session, home or (lambda: branch_session.branch), switch,
+                                                  merge_settings)
 
     # -- entry points ---------------------------------------------------------------------
     def execute(self, sql: str) -> RoutedResult:
+        branch_statement = parse_branch_statement(sql)
+        if branch_statement is not None:
+            return self.branch_statements.run(branch_statement)
         statement = strip_comments(sql).strip()
         for handler in (
             self._schema_ddl,
@@ -102,7 +109,16 @@ class StatementRouter:
         return qualified
 
     def query(self, sql: str) -> DataFrame:
-        return self.spark.sql(self.qualify(sql))
+        return self.spark.sql(self.qualify(self.at_versions(sql)))
+
+    def at_versions(self, sql: str) -> str:
+        """`sql` with its reads at another version and its table functions as temp views over the core's."""
+        found = version_reads.find_relations(sql)
+        if not found:
+            return sql
+        lakehouse, branch = self.branch_session.lakehouse, self.branch_session.branch
+        names = [version_reads.register(lakehouse, item.relation, branch) for item in found]
+        return version_reads.rewrite(sql, found, names)
 
     # -- helpers --------------------------------------------------------------------------
     @staticmethod
