@@ -267,6 +267,11 @@ class DataMerger:
             src_op, dest_op = _CONTESTED_OPS.get(rule, (_ops(inputs.src_changes), _ops(inputs.dest_changes)))
             plan.conflicts.append(Conflict("table", inputs.name, src_op, dest_op, rule,
                                            f"segments {', '.join(segments)} ({count} rows)"))
+        if prefer is not None and driver is None and resolutions is None:
+            # ours/theirs settle only the contested rows (SPEC 3.6); the segments' other rows merge by the rules,
+            # as plan.doomed already has them.
+            decided = decided.filter(contested_rows.contested())
+            plan.decided = decided
         doomed, replacements, decided_ids = contested_rows.writes(decided, columns)
         if plan.doomed is not None:
             plan.doomed = plan.doomed.join(decided_ids, IDENTITY, "left_anti").unionByName(doomed)
