@@ -62,10 +62,34 @@ class Case:
                 f"dest={self.dest}, mode={self.mode!r})")
 
 
+# Keyless histories that contest rows (SPEC 3.3 A1/A3, settled by ours/theirs: 3.6): updates on both sides, some
+# of rows the other side updates or deletes, some chained (an update of an update's image), compactions before
+# and between them, and inserts, which beside a src update or delete are a CONFLICT cell.
+CONTEST = st.one_of(
+    st.tuples(st.just("update"), predicate, slot, expression),
+    st.tuples(st.just("update"), predicate, slot, expression),
+    st.tuples(st.just("update"), predicate, slot, expression),
+    st.tuples(st.just("delete"), predicate),
+    st.tuples(st.just("insert"), rows),
+    st.tuples(st.just("compact")),
+)
+
+
+def contest_operations():
+    return st.lists(CONTEST, min_size=1, max_size=4)
+
+
 def cases(keyed: bool):
-    return st.builds(Case, st.just(keyed), st.lists(row_values, min_size=1, max_size=4),
-                     st.lists(row_values, max_size=3), operations(keyed), operations(keyed),
-                     st.sampled_from(["ours", "theirs"]))
+    drawn = st.builds(Case, st.just(keyed), st.lists(row_values, min_size=1, max_size=4),
+                      st.lists(row_values, max_size=3), operations(keyed), operations(keyed),
+                      st.sampled_from(["ours", "theirs"]))
+    if keyed:
+        return drawn
+    # One keyless case in three contests rows, so every run settles some with ours/theirs.
+    contested = st.builds(Case, st.just(keyed), st.lists(row_values, min_size=2, max_size=4),
+                          st.lists(row_values, max_size=2), contest_operations(), contest_operations(),
+                          st.sampled_from(["ours", "theirs"]))
+    return st.one_of(drawn, drawn, contested)
 
 
 def batches(keyed: bool, min_size: int, max_size: int):
