@@ -7,7 +7,7 @@ from tests.pg_catalog import CATALOG_KINDS, catalog_of_kind
 PG_MODULES = {"test_branches", "test_versions", "test_errors", "test_crash_and_gc", "test_concurrency",
               "test_merge_base", "test_merge_matrix", "test_merge_rules", "test_commit_retry",
               "test_catalog_binding", "test_drop_guards", "test_one_line_errors", "test_secrets",
-              "test_serializable_writes"}
+              "test_serializable_writes", "test_merge_keyless_on_conflict"}
 
 
 def pytest_generate_tests(metafunc):

@@ -62,10 +62,43 @@ class Case:
                 f"dest={self.dest}, mode={self.mode!r})")
 
 
+# Keyless histories that contest rows (SPEC 3.3 A1/A3, settled by ours/theirs: 3.6): updates on both sides, some
+# of rows the other side updates or deletes, some chained (an update of an update's image), compactions before
+# and between them, and inserts, which beside a src update or delete are a CONFLICT cell.
+UPDATE = st.tuples(st.just("update"), predicate, slot, expression)
+CONTEST = st.one_of(
+    UPDATE,
+    UPDATE,
+    st.tuples(st.just("delete"), predicate),
+    st.tuples(st.just("insert"), rows),
+    st.tuples(st.just("compact")),
+)
+
+
+def contest_operations(first):
+    """A side's history opening with `first` (what makes the contest likely), then up to three more."""
+    return st.builds(lambda head, rest: [head] + rest, first, st.lists(CONTEST, max_size=3))
+
+
+# Two updates (a chain where the second matches an image of the first), a compaction between them or not, then
+# up to two more.
+CHAINED = st.builds(lambda first, compact, second, rest: [first] + [("compact",)] * compact + [second] + rest,
+                    UPDATE, st.booleans(), UPDATE, st.lists(CONTEST, max_size=2))
+
+
 def cases(keyed: bool):
-    return st.builds(Case, st.just(keyed), st.lists(row_values, min_size=1, max_size=4),
-                     st.lists(row_values, max_size=3), operations(keyed), operations(keyed),
-                     st.sampled_from(["ours", "theirs"]))
+    drawn = st.builds(Case, st.just(keyed), st.lists(row_values, min_size=1, max_size=4),
+                      st.lists(row_values, max_size=3), operations(keyed), operations(keyed),
+                      st.sampled_from(["ours", "theirs"]))
+    if keyed:
+        return drawn
+    # One keyless case in two contests rows (src opens with two updates; dest too, or with an update, a delete
+    # or a compaction), so every run settles some with ours/theirs.
+    dest_opening = st.one_of(UPDATE, st.tuples(st.just("delete"), predicate), st.tuples(st.just("compact")))
+    contested = st.builds(Case, st.just(keyed), st.lists(row_values, min_size=3, max_size=5),
+                          st.lists(row_values, max_size=2), CHAINED, st.one_of(contest_operations(dest_opening), CHAINED),
+                          st.sampled_from(["ours", "theirs"]))
+    return st.one_of(drawn, contested)
 
 
 def batches(keyed: bool, min_size: int, max_size: int):

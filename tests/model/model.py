@@ -134,6 +134,9 @@ class Side:
     base_ids: frozenset
     ops: set = field(default_factory=set)
     removed: dict = field(default_factory=dict)  # base identity -> "update" | "delete" | "overwrite"
+    updates: Counter = field(default_factory=Counter)  # base identity -> updates of it and its later images
+    compacted: bool = False
+    compacted_before_update: bool = False  # a compaction, then an update (a shape the model test reports)
 
     @property
     def overwrote(self) -> bool:
@@ -198,6 +201,8 @@ class Branch:
             return
         images = [{**r.values, column: expr(r.values.get(column))} for _, r in changed]
         roots = [r.root for _, r in changed]
+        self.side.updates.update(root for root in roots if root in self.side.base_ids)
+        self.side.compacted_before_update |= self.side.compacted
         self._removed([i for i, _ in changed], "update")
         self.table._write(images, roots)
         self.side.ops.add("update")
@@ -246,7 +251,8 @@ class Branch:
             self.side.ops.add("overwrite")
 
     def compact(self) -> None:
-        """Changes no row and keeps every identity: nothing to model."""
+        """Changes no row and keeps every identity: nothing to model but that it happened."""
+        self.side.compacted = True
 
     # ------------------------------------------------------------ DDL
     def add_column(self, name: str, type_: str) -> None:
@@ -384,26 +390,31 @@ def _merge_keyless(base: Table, src: Branch, dest: Branch, columns: list[Column]
     a1 = s_side.touched("update") & d_side.touched("delete")
     a3 = s_side.touched("update") & d_side.touched("update")
     conflicts += [Conflict("A1", repr(seg)) for seg in sorted(a1)] + [Conflict("A3", repr(seg)) for seg in sorted(a3)]
-    contested = a1 | a3
     # Identity rules: base rows neither side removed, plus each side's new rows (A2: deleted once).
     s_rows, d_rows = dict(src.table.rows), dict(dest.table.rows)
     base_ids = set(base.rows)
+    contested = contested_rows(s_side, d_side)
     if prefer and contested:
-        # 3.6: a contested base row (in a contested segment, changed on either side) takes the preferred
-        # side's current image: the other side's change of it, with its later images, is dropped.
-        loser, winner_rows = (s_rows, d_rows) if prefer == "ours" else (d_rows, s_rows)
+        # 3.6: a contested base row takes the preferred side's final version: the other side's change of it,
+        # with its later images, is dropped. Every other row merges by the rules, as without the conflict.
+        loser = s_rows if prefer == "ours" else d_rows
         for identity in list(loser):
-            root = loser[identity].root
-            if identity not in base_ids and root in base_ids and root[0] in contested:
+            if identity not in base_ids and loser[identity].root in contested:
                 del loser[identity]
-        for identity in base_ids:
-            if identity[0] in contested:
-                loser[identity] = base.rows[identity]
-        del winner_rows
+        for identity in contested:
+            loser[identity] = base.rows[identity]
     rows = {i: r for i, r in base.rows.items() if i in s_rows and i in d_rows}
     rows.update({i: r for i, r in s_rows.items() if i not in base_ids})
     rows.update({i: r for i, r in d_rows.items() if i not in base_ids})
     return rows, conflicts
+
+
+def contested_rows(s_side: Side, d_side: Side) -> set:
+    """SPEC 3.6 on keyless tables: the base rows ours/theirs settle, those a src update and a dest update or
+    delete both changed (each in a segment A1/A3 contest). A CONFLICT cell (an update or delete on src
+    against an insert on dest) contests no row: an insert is of new rows."""
+    return {identity for identity, how in s_side.removed.items()
+            if how == "update" and d_side.removed.get(identity) in ("update", "delete")}
 
 
 def _forbidden_pairs(s_side: Side, d_side: Side) -> list[Conflict]:

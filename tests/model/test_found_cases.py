@@ -258,3 +258,61 @@ UPDATED_THEN_DELETED_AGAINST_A_DELETE = Case(
 def test_rows_updated_then_deleted_against_a_delete_report_a1_under_theirs(spark):
     problems = run_batch(spark, [UPDATED_THEN_DELETED_AGAINST_A_DELETE], merge_back=True)
     assert not problems, "\n".join(problems)
+
+
+# Found by the quick profile once the model settled only contested rows (issue 55, keyless): ours/theirs decided
+# every touched row of a contested segment, so ours dropped src's updates of rows only src changed (t12: src
+# updated rows dest left alone, deleted and updated more, then compacted; t13: src updated, compacted and updated
+# again, dest compacted first) and theirs kept base rows dest alone had updated or deleted (t27).
+SRC_ONLY_UPDATES_BESIDE_A_CONTEST_THEN_COMPACTED = Case(
+    keyed=False, base=[(0, 2, 0, 2), (2, 0, 0, 3), (7, 3, 2, 1), (0, 1, 0, 3)], base_later=[(6, 3, 0, 2), (2, 0, 1, 2)],
+    src=[("update", (0, "%2=", 0), 1, ("const", 1)), ("delete", (1, "=", 2)), ("update", (2, "=", 2), 3, ("const", 3)),
+         ("compact",)],
+    dest=[("update", (1, ">=", 1), 0, ("const", 2)), ("update", (3, "%2=", 1), 0, ("const", 3))],
+    mode="ours")
+SRC_COMPACTED_BETWEEN_UPDATES_DEST_BEFORE = Case(
+    keyed=False, base=[(4, 2, 1, 0), (5, 3, 1, 0), (2, 0, 1, 0), (4, 3, 2, 2)], base_later=[],
+    src=[("update", (0, "%2=", 2), 0, ("inc", 2)), ("compact",), ("update", (3, ">=", 1), 3, ("inc", 1))],
+    dest=[("compact",), ("update", (2, "=", 2), 0, ("inc", 2))],
+    mode="ours")
+DEST_ONLY_CHANGES_BESIDE_A_CONTEST_UNDER_THEIRS = Case(
+    keyed=False, base=[(1, 1, 2, 2), (7, 2, 0, 3), (6, 1, 3, 0)], base_later=[(6, 0, 3, 2), (2, 2, 3, 0)],
+    src=[("update", (2, ">=", 2), 3, ("inc", 2))],
+    dest=[("compact",), ("update", (3, ">=", 1), 0, ("inc", 2)), ("delete", (2, ">=", 2)),
+          ("update", (1, ">=", 0), 2, ("const", 3))],
+    mode="theirs")
+
+
+@pytest.mark.parametrize("case", [SRC_ONLY_UPDATES_BESIDE_A_CONTEST_THEN_COMPACTED,
+                                  SRC_COMPACTED_BETWEEN_UPDATES_DEST_BEFORE,
+                                  DEST_ONLY_CHANGES_BESIDE_A_CONTEST_UNDER_THEIRS],
+                         ids=["ours_src_compacted_after", "ours_src_compacted_between", "theirs_dest_only"])
+def test_on_conflict_settles_only_the_contested_rows_of_a_segment(spark, case):
+    problems = run_batch(spark, [case], merge_back=True)
+    assert not problems, "\n".join(problems)
+
+
+# Found by the quick profile's contest cases (issue 55, keyless): dest updated rows of a segment and then deleted
+# those images, beside a direct delete there (the segment is both A1 and A3). Settled by ours/theirs, the engine
+# named each row's rule, so a segment whose every contested row dest ended by deleting reported A1 alone where
+# abort (and the model) report A1 and A3; ours/theirs now report the segments' rules, as abort does.
+DEST_UPDATED_THEN_DELETED_IN_A_SEGMENT_BOTH_A1_AND_A3 = Case(
+    keyed=False, base=[(7, 2, 3, 1), (5, 3, 3, 0), (7, 2, 1, 1)], base_later=[(0, 1, 0, 1)],
+    src=[("update", (2, "=", 2), 2, ("const", 1)), ("update", (1, ">=", 1), 3, ("const", 1))],
+    dest=[("update", (3, "=", 0), 2, ("inc", 1)), ("update", (2, "%2=", 0), 3, ("inc", 2)), ("delete", (3, ">=", 1)),
+          ("delete", (3, "=", 0))],
+    mode="theirs")
+DEST_UPDATED_COMPACTED_AND_DELETED_UNDER_OURS = Case(
+    keyed=False, base=[(7, 1, 3, 2), (2, 3, 3, 0), (7, 0, 3, 0), (1, 0, 2, 3), (4, 0, 1, 0)], base_later=[],
+    src=[("update", (0, "=", 1), 1, ("inc", 3)), ("update", (0, ">=", 1), 2, ("inc", 2)),
+         ("update", (0, "=", 0), 1, ("inc", 3)), ("delete", (3, "%2=", 0))],
+    dest=[("update", (1, "%2=", 1), 1, ("inc", 1)), ("compact",), ("update", (0, "=", 2), 3, ("inc", 3)),
+          ("delete", (3, ">=", 0))],
+    mode="ours")
+
+
+@pytest.mark.parametrize("case", [DEST_UPDATED_THEN_DELETED_IN_A_SEGMENT_BOTH_A1_AND_A3,
+                                  DEST_UPDATED_COMPACTED_AND_DELETED_UNDER_OURS], ids=["theirs", "ours"])
+def test_on_conflict_reports_the_contested_segments_rules(spark, case):
+    problems = run_batch(spark, [case], merge_back=True)
+    assert not problems, "\n".join(problems)

@@ -105,10 +105,29 @@ def test_issue_5_ours_on_a_keyless_conflict_keeps_src_added_column_and_other_row
     assert merge(base, dev, main).rules == {"A3"}
     ours = merge(base, dev, main, "ours")
     assert ours.table.schema() == {"id": "int", "status": "int", "note": "int"}
-    # rows 1, 2 share the contested segment: dest's images; row 3 (another segment) takes src's update
-    assert rows_of(ours.table) == Counter({(1, PLACED, None): 1, (2, RETURNED, None): 1, (3, SHIPPED, None): 1})
+    # rows 1, 2 share the contested segment, but no row is changed by both sides: ours/theirs settle none of
+    # them (SPEC 3.6, issue 55), so every side's change merges
+    merged = Counter({(1, SHIPPED, None): 1, (2, RETURNED, None): 1, (3, SHIPPED, None): 1})
+    assert rows_of(ours.table) == merged
     theirs = merge(base, dev, main, "theirs")
-    assert rows_of(theirs.table) == Counter({(1, SHIPPED, None): 1, (2, PLACED, None): 1, (3, SHIPPED, None): 1})
+    assert rows_of(theirs.table) == merged
+
+
+def test_ours_and_theirs_settle_only_the_rows_both_sides_changed_taking_a_side_s_final_version():
+    """Issue 55: row 1 both sides update (src twice: its final version, never the intermediate one), row 2 only
+    src, row 3 only dest (a delete), row 4 neither; all in one segment (A1 and A3)."""
+    base, main = keyless([(1, PLACED), (2, PLACED), (3, PLACED), (4, PLACED)])
+    dev = main.fork()
+    dev.update(Pred(ids(base), "=", 1), ids(base, "status"), Expr("inc", 5))
+    dev.update(Pred(ids(base), "=", 1), ids(base, "status"), Expr("inc", 5))
+    dev.update(Pred(ids(base), "=", 2), ids(base, "status"), Expr("const", SHIPPED))
+    main.update(Pred(ids(base), "=", 1), ids(base, "status"), Expr("const", RETURNED))
+    main.delete(Pred(ids(base), "=", 3))
+    assert merge(base, dev, main).rules == {"A1", "A3"}
+    assert rows_of(merge(base, dev, main, "ours").table) == Counter(
+        {(1, RETURNED): 1, (2, SHIPPED): 1, (4, PLACED): 1})
+    assert rows_of(merge(base, dev, main, "theirs").table) == Counter(
+        {(1, PLACED + 10): 1, (2, SHIPPED): 1, (4, PLACED): 1})
 
 
 def test_a2_a_row_deleted_on_both_sides_is_deleted_once():

@@ -136,6 +136,13 @@ def pair(base: DataFrame, images: dict[str, DataFrame | None], removed_segments:
                         F.col("_bs_d_updated").alias("d_updated"))
 
 
+def contested() -> SparkColumn:
+    """Whether a paired row is contested (SPEC 3.6: what ours/theirs settle): a base row a src update and a dest
+    update or delete both changed. A row one side alone changed, or src deleted and dest updated (the matrix's
+    delete x update is ok), merges by the rules even in a contested segment."""
+    return F.col("s_updated") & F.col("d_touched")
+
+
 def decide(paired: DataFrame, columns: list[str], contested: dict[str, set[str]], prefer: str | None,
            driver=None) -> DataFrame:
     """Rule, merged row and whether it is kept, per contested row.

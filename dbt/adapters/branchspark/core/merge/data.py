@@ -258,7 +258,29 @@ class DataMerger:
         decided = decided.cache()
         plan.cached.append(decided)
         plan.decided, plan.relation_keys, plan.relation_values = decided, list(contested_rows.CONTESTED_KEYS), columns
-        # Counts per rule and segment only: a report lists segments, not rows.
+        if prefer is not None and driver is None and resolutions is None:
+            # ours/theirs settle only the contested rows (SPEC 3.6); the segments' other rows merge by the rules,
+            # as plan.doomed already has them. The conflicts settled are the segments' (SPEC 3.3 decides A1/A3
+            # per segment), as a merge without on_conflict reports them.
+            decided = plan.decided = decided.filter(contested_rows.contested())
+            per_segment = dict(decided.groupBy(contested_rows.ROW_SEGMENT).count().collect())
+            for rule, segments in sorted(contested.items()):
+                count = sum(per_segment.get(s, 0) for s in segments)
+                plan.conflicts.append(Conflict("table", inputs.name, *_CONTESTED_OPS[rule], rule,
+                                               f"segments {', '.join(sorted(segments))} ({count} contested rows)"))
+        else:
+            self._report_decided(inputs, plan, decided)
+        doomed, replacements, decided_ids = contested_rows.writes(decided, columns)
+        if plan.doomed is not None:
+            plan.doomed = plan.doomed.join(decided_ids, IDENTITY, "left_anti").unionByName(doomed)
+        else:
+            plan.doomed = doomed
+        plan.replacement_rows = replacements
+
+    @staticmethod
+    def _report_decided(inputs: TableInputs, plan: DataPlan, decided: DataFrame) -> None:
+        """The conflicts of rows decided one by one (a paused merge, a driver): counts per rule and segment only,
+        as a report lists segments, not rows."""
         found = (decided.filter(F.col("_bs_rule").isNotNull()).groupBy("_bs_rule", contested_rows.ROW_SEGMENT)
                  .count().collect())
         for rule in sorted({r["_bs_rule"] for r in found}):
@@ -267,12 +289,6 @@ class DataMerger:
             src_op, dest_op = _CONTESTED_OPS.get(rule, (_ops(inputs.src_changes), _ops(inputs.dest_changes)))
             plan.conflicts.append(Conflict("table", inputs.name, src_op, dest_op, rule,
                                            f"segments {', '.join(segments)} ({count} rows)"))
-        doomed, replacements, decided_ids = contested_rows.writes(decided, columns)
-        if plan.doomed is not None:
-            plan.doomed = plan.doomed.join(decided_ids, IDENTITY, "left_anti").unionByName(doomed)
-        else:
-            plan.doomed = doomed
-        plan.replacement_rows = replacements
 
     def _revived_rows(self, inputs: TableInputs, state: TableState, changes: ObjectChanges,
                       other: TableState) -> DataFrame | None:

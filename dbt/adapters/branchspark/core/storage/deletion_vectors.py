@@ -208,7 +208,10 @@ def encode(tombstone_uris: list[str], row_count: int) -> bytes | None:
 def without_deleted(scan: DataFrame, position: Column, vectors: bytes) -> DataFrame:
     """`scan` (a plain Parquet scan of segment files, nothing between) minus the rows `vectors` delete;
     `position` is the scan's row index (`_metadata.row_index`, or the ROW_INDEX column of its schema)."""
+    if _mode(scan.sparkSession) == _UDF:
+        # The expression declares itself nondeterministic (it reads the task's input file), so Catalyst never
+        # infers it onto the other side of a join on the position (a tombstone scan, where it fails). A Java
+        # UDF cannot declare it; a nondeterministic argument makes the call so (it adds zero).
+        position = position + F.spark_partition_id() * F.lit(0)
     deleted: Column = F.call_function(FUNCTION, position, F.lit(vectors))
-    # The expression declares itself nondeterministic (it reads the task's input file), so Catalyst never
-    # infers it onto the other side of a join on the position; the Java UDF cannot say so (open: README).
     return scan.where(~deleted)
