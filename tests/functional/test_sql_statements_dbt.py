@@ -1,7 +1,9 @@
 """Branch statements in the SQL dbt sends (SPEC 9): an on-run-start hook `MERGE BRANCH dev` (no TO: the
-target's branch, main; with the project's views, as run-operation merge_branch), `run_query` and `{% call statement %}` returning result sets, reads at a version and the
-table functions, a paused merge shown and aborted, another resolved and continued, a conflicting MERGE BRANCH stopping with
-its report, `dbt show --inline` (USE BRANCH refused there: the target names the branch), and an analysis."""
+target's branch, main; with the project's views, as run-operation merge_branch) and an on-run-end hook
+`CREATE BRANCH`, `run_query` and `{% call statement %}` returning result sets, reads at a version or a time and
+the table functions, a paused merge shown and aborted, another resolved and continued, a conflicting MERGE
+BRANCH stopping with its report, `dbt show --inline` (USE BRANCH refused there: the target names the branch),
+and an analysis run by `dbt show --select`."""
 from __future__ import annotations
 
 from pathlib import Path
