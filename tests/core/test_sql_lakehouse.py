@@ -59,6 +59,13 @@ def test_a_paused_merge_shows_its_status_resolves_and_continues(lh, orders):
     lh.sql("UPDATE shop.orders SET amount = 1 WHERE id = 1", branch="dev")
     lh.sql("UPDATE shop.orders SET amount = 2 WHERE id = 1", branch="other")
     session = lh.sql_session("other")
+    head = lh.get_branch("other").head
+    # a paused merge aborted: the branch as it was, nothing left paused
+    assert session.sql("MERGE BRANCH dev WITH (on_conflict = 'pause')").first()["status"] == "paused"
+    aborted = session.sql("ABORT MERGE ON other")
+    assert aborted.columns == [] and lh.get_branch("other").head == head
+    assert session.sql("SHOW MERGE STATUS").first()["phase"] == "not started"
+    assert session.sql("SELECT amount FROM shop.orders WHERE id = 1").first()["amount"] == 2
     paused = session.sql("MERGE BRANCH dev WITH (on_conflict = 'pause')").collect()
     assert paused[0]["status"] == "paused"
     status = session.sql("SHOW MERGE STATUS").collect()
@@ -68,8 +75,7 @@ def test_a_paused_merge_shows_its_status_resolves_and_continues(lh, orders):
     assert done[0]["status"] == "merged"
     assert session.sql("SELECT amount FROM shop.orders WHERE id = 1").first()["amount"] == 1
     assert session.sql("SHOW MERGE STATUS ON other").first()["phase"] == "finished"
-    assert len(lh.log("other", limit=1)[0].parents) == 2
-    # ABORT MERGE of a paused merge: tests/functional/test_sql_statements_dbt.py (the same router)
+    assert list(lh.log("other", limit=1)[0].parents) == [head, lh.get_branch("dev").head]
 
 
 def test_branches_log_use_and_drop(lh, orders):

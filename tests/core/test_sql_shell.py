@@ -41,6 +41,46 @@ def test_execute_runs_statements_and_prints_result_sets(lh, orders, warehouse):
     assert out.rstrip().endswith("DROP BRANCH dev") and not lh.branch_exists("dev")
 
 
+def test_execute_a_conflict_a_paused_merge_aborted_and_one_resolved_and_continued(lh, orders, warehouse):
+    base = lh.log("main", limit=1)[0]
+    lh.sql("CREATE BRANCH dev; CREATE BRANCH other")
+    lh.sql("UPDATE shop.orders SET amount = 1 WHERE id = 1; INSERT INTO shop.orders VALUES (6, 60.0)", branch="dev")
+    lh.sql("UPDATE shop.orders SET amount = 2 WHERE id = 1", branch="other")
+    head = lh.get_branch("other").head
+    # a conflicting MERGE BRANCH (no TO: the session's branch, other) stops with its report, exit code 1
+    code, out = run(warehouse, "--branch", "other", "-e", "MERGE BRANCH dev; SHOW BRANCHES")
+    assert code == 1 and "merge dev into other: conflicts" in out, out
+    assert "│ conflict │" in out and "update on src vs update on dest" in out, out
+    assert out.strip().splitlines()[-1].startswith("error: merge of 'dev' into 'other' stopped with 1 conflict(s)")
+    assert "created_from" not in out and lh.get_branch("other").head == head
+    # paused, shown, aborted: other as it was
+    code, out = run(warehouse, "--branch", "other", "-e", "MERGE BRANCH dev WITH (on_conflict = 'pause'); "
+                                                          "SHOW MERGE STATUS; ABORT MERGE; SHOW MERGE STATUS ON other")
+    assert code == 0, out
+    assert "merge dev into other: paused" in out and "│ other │ resolving data │ dev " in out, out
+    assert "ABORT MERGE: the merge into other is aborted, other is as it was" in out
+    assert "no merge into other is paused (not started)" in out.split("is aborted")[1], out
+    assert lh.get_branch("other").head == head
+    # paused again, resolved taking other's side, continued: one merge commit; then reads at a time and the
+    # table function, on the merged branch
+    code, out = run(warehouse, "-e", "USE BRANCH other; MERGE BRANCH dev WITH (on_conflict = 'pause'); "
+                                     "RESOLVE CONFLICTS ON other TABLE shop.orders TAKE OURS; CONTINUE MERGE; "
+                                     "SELECT id, amount FROM shop.orders WHERE id IN (1, 6) ORDER BY id; "
+                                     f"SELECT amount AS then FROM shop.orders TIMESTAMP AS OF '{base.ts.isoformat()}' "
+                                     "WHERE id = 1; "
+                                     "SELECT id, _change_type FROM "
+                                     f"branch_changes('shop.orders', '{base.id}', 'other') ORDER BY id, _change_type; "
+                                     "SHOW BRANCHES")
+    assert code == 0, out
+    merged = lh.log("other", limit=1)[0]
+    assert list(merged.parents) == [head, lh.get_branch("dev").head]
+    assert f"merge dev into other: merged (commit {merged.id[:12]})" in out
+    assert "│ 1  │ 2.0    │" in out and "│ 6  │ 60.0   │" in out, out  # ours for order 1, dev's new order 6
+    assert "│ 10.0 │" in out, out  # order 1 at the base's time
+    assert all(f"│ {row} │" in out for row in ("1  │ delete      ", "1  │ insert      ", "6  │ insert      ")), out
+    assert "│ other  │ " + merged.id[:12] in out, out
+
+
 def test_file_and_piped_scripts_and_a_conflict(lh, orders, warehouse, tmp_path):
     script = tmp_path / "publish.sql"
     script.write_text("-- two branches change order 1\nCREATE BRANCH dev;\nCREATE BRANCH other;\n"
