@@ -66,6 +66,15 @@ def _long_only(item, through_connect: bool) -> bool:
             or path.startswith(LONG_ONLY_THROUGH_CONNECT if through_connect else LONG_ONLY_IN_PROCESS))
 
 
+def _kept(config, item) -> bool:
+    """Whether the run's depth keeps the test: `--deep-only` (make test-long) keeps the deep and long-only ones,
+    the short depth all but the long-only ones, the long depth all."""
+    through_connect = bool(config.getoption("--connect"))
+    if config.getoption("--deep-only"):
+        return item.get_closest_marker("deep") is not None or _long_only(item, through_connect)
+    return LONG or not _long_only(item, through_connect)
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "deep: sized by the test depth, small in `make test`, full in `make test-long`")
     config.addinivalue_line("markers", "long_only: run by `make test-long` only (tests/depth.py)")
@@ -165,18 +174,10 @@ def pytest_xdist_make_scheduler(config, log):
 
 @pytest.hookimpl(trylast=True)  # after pytest groups tests by their fixtures' parameters
 def pytest_collection_modifyitems(config, items):
-    through_connect = bool(config.getoption("--connect"))
-    if config.getoption("--deep-only"):
-        keep = lambda item: item.get_closest_marker("deep") is not None or _long_only(item, through_connect)
-    elif not LONG:
-        keep = lambda item: not _long_only(item, through_connect)
-    else:
-        keep = None
-    if keep is not None:
-        left_out = [item for item in items if not keep(item)]
-        if left_out:
-            config.hook.pytest_deselected(items=left_out)
-            items[:] = [item for item in items if keep(item)]
+    left_out = [item for item in items if not _kept(config, item)]
+    if left_out:
+        config.hook.pytest_deselected(items=left_out)
+        items[:] = [item for item in items if _kept(config, item)]
     items.sort(key=lambda item: _rank(item.nodeid))  # stable: each scope keeps its own order
     if config._connect_skip:
         marker = pytest.mark.skip(reason=config._connect_skip)
