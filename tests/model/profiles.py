@@ -3,8 +3,8 @@ follows the test depth (tests/depth.py):
 
 - `quick` (`make test` and CI): 2 batches of 30 tables per table kind = 60 cases per kind, derandomized (the
   same cases every run, so a failure reproduces by running the test again), with the merge back;
-- `full` (`make test-long`; `ci` is its older name): 10 batches of 30, 300 cases per kind, derandomized
-  (hypothesis sizes its examples by the profile's count, so these are not `quick`'s cases and more);
+- `full` (`make test-long`; `ci` is its older name): 10 batches of 30, 300 cases per kind, derandomized (not a
+  superset of `quick`'s: hypothesis draws another sequence for another example count);
 - `long`: random batches of 30 (BRANCHSPARK_MODEL_BATCHES of them, default 5) under the seed pytest's
   `--hypothesis-seed` gives; `make test-model-long` (tests/model/long_run.py) runs it in chunks, one seed
   each, until 2,550 cases per kind have run; hypothesis prints a `@reproduce_failure` blob of a failing batch;
