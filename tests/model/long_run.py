@@ -105,6 +105,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     deadline = time.time() + args.minutes * 60 if args.minutes else float("inf")
     entries = read_ledger(args.ledger)
+    ledger_size = len(entries)
     # cases per kind to reach: --cases, or with --more what each kind has now plus its new chunks
     target = {kind: (cases_by_kind(entries)[kind] + args.more * args.batches * 30) if args.more else args.cases
               for kind in KINDS}
@@ -141,7 +142,9 @@ def main(argv=None) -> int:
     done = cases_by_kind(entries)
     print(f"ledger {args.ledger}: keyless {done['keyless']} cases, keyed {done['keyed']}; "
           f"{len(failed)} chunk(s) failed" + "".join(f"\n  {e['kind']} seed {e['seed']}: {e['log']}" for e in failed))
-    return 1 if failed else 0
+    # This run fails on its own chunks: a chunk that failed in an earlier run (its case since fixed and kept in
+    # test_found_cases.py) stays in the ledger as a record, not as a failure of every later run.
+    return 1 if any(e["exit"] != "0" for e in entries[ledger_size:]) else 0
 
 
 if __name__ == "__main__":
