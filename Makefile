@@ -26,8 +26,8 @@ install: $(VENV)/.installed $(JAR_STAMP)
 
 # tests/run.sh starts a private PostgreSQL and a Spark Connect server on 127.0.0.1 (unless the
 # BRANCHSPARK_TEST_*_URL variables name running ones), then runs the suite in-process and dbt's
-# conformance suites, the merge base and deletion-vector tests through Spark Connect. Under 20 minutes
-# on 2 cores: the random and stress tests run small (tests/depth.py).
+# conformance suites, the merge base and deletion-vector tests through Spark Connect. Aimed at 20 minutes
+# on 2 cores (not yet shown on a quiet machine): the random and stress tests run small (tests/depth.py).
 test: install
 	PY=$(PY) bash tests/run.sh
 
