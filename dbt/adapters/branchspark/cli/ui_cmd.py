@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import click
 
-from .serve_cmd import serve_ui
+from .serve_cmd import refuse_open_bind, serve_ui
 
 
 @click.command("ui")
@@ -21,4 +21,5 @@ from .serve_cmd import serve_ui
 def ui(obj, host, port, token):
     """Serve a web view of the branches: history graphs, compares with row-level diffs, merge previews and
     paused merges, tables at any ref."""
+    refuse_open_bind(host, token)  # before the catalog is opened: a refused command touches nothing
     serve_ui(obj.lakehouse, host, port, token)

@@ -151,6 +151,14 @@ class Pages:
         return self.render(request, "compare.html", spec=spec, from_ref=from_ref, to_ref=to_ref, mode=mode,
                            diff=found, three_dot=mode == THREE_DOT)
 
+    def compare_form(self, request: Request, _form) -> Response:
+        """The header's compare form, without JavaScript: to the compare page's own URL."""
+        from_ref = request.query_params.get("from") or "main"
+        to_ref = request.query_params.get("to") or ""
+        if not to_ref:
+            raise errors.InvalidArgument("name the branch or version to compare with (the second field)")
+        return RedirectResponse(f"/compare/{ref_url(from_ref)}...{ref_url(to_ref)}", status_code=303)
+
     def table(self, request: Request, _form) -> Response:
         ref, name = _split_table(request.path_params["spec"])
         return self.render(request, "table.html", page=tables.table_page(self.lakehouse, ref, name), ref=ref)
@@ -201,6 +209,7 @@ def create_app(lakehouse: Lakehouse, token: str, reads_need_token: bool) -> Star
         Route("/log/{ref:path}", page(pages.log)),
         Route("/commit/{commit_id}", page(pages.commit)),
         Route("/compare/{spec:path}", page(pages.compare)),
+        Route("/compare-form", page(pages.compare_form)),
         Route("/table/{spec:path}", page(pages.table)),
         Route("/merge/{spec:path}", page(pages.merge), methods=["GET", "POST"]),
         Route("/merge-status/{dest:path}", page(pages.merge_status), methods=["GET", "POST"]),
