@@ -28,6 +28,7 @@ from ..iceberg.routes import create_app as create_iceberg_app
 from ..iceberg.service import CatalogService
 from . import compare, history, merges, tables
 from .access import COOKIE, Access, same_origin
+from .cache import ByCommits
 
 TEMPLATES = Path(__file__).parent / "templates"
 _MERGE_CHOICES = ("abort", "pause", "ours", "theirs")
@@ -49,11 +50,16 @@ def _environment() -> Environment:
 
 
 class Pages:
-    def __init__(self, lakehouse: Lakehouse, access: Access):
+    def __init__(self, lakehouse: Lakehouse, access: Access, keep: bool = True):
         self.lakehouse = lakehouse
         self.access = access
         self.env = _environment()
         self.write_lock = threading.Lock()
+        self.kept = ByCommits() if keep else ByCommits(limit=0)
+
+    def head(self, ref: str) -> str:
+        """The commit a ref names now (a branch's head is read fresh on every request)."""
+        return self.lakehouse.resolve(ref).id
 
     # ------------------------------------------------------------ plumbing
     def render(self, request: Request, name: str, status: int = 200, **context) -> HTMLResponse:
@@ -127,8 +133,9 @@ class Pages:
             by_object.setdefault(op.object_name, []).append(op)
         counts = None
         if commit.parents:  # the rows each table changed: the diff from the first parent, counted in Spark
-            counts = {t.table: t for t in compare.summary(self.lakehouse, commit.parents[0], commit.id,
-                                                          compare.TWO_DOT).tables}
+            found = self.kept.get(("commit", commit.id), lambda: compare.summary(
+                self.lakehouse, commit.parents[0], commit.id, compare.TWO_DOT))
+            counts = {t.table: t for t in found.tables}
         return self.render(request, "commit.html", commit=commit, by_object=by_object, counts=counts,
                            op_detail=_op_detail)
 
@@ -142,12 +149,15 @@ class Pages:
             return StreamingResponse(lines, media_type="text/csv",
                                      headers={"Content-Disposition": f'attachment; filename="{name}"'})
         if table:
-            page = compare.table_page(self.lakehouse, from_ref, to_ref, mode, table,
-                                      _int(request.query_params.get("page"), 0))
+            number = _int(request.query_params.get("page"), 0)
+            key = ("rows", from_ref, self.head(from_ref), to_ref, self.head(to_ref), mode, table, number)
+            page = self.kept.get(key, lambda: compare.table_page(self.lakehouse, from_ref, to_ref, mode, table,
+                                                                 number))
             return self.render(request, "compare_table.html", spec=spec, from_ref=from_ref, to_ref=to_ref,
                                mode=mode, page=page, three_dot=mode == THREE_DOT,
                                csv_url=f"/compare/{ref_url(spec)}?{urlencode({'table': table, 'format': 'csv'})}")
-        found = compare.summary(self.lakehouse, from_ref, to_ref, mode)
+        found = self.kept.get(("compare", from_ref, self.head(from_ref), to_ref, self.head(to_ref), mode),
+                              lambda: compare.summary(self.lakehouse, from_ref, to_ref, mode))
         return self.render(request, "compare.html", spec=spec, from_ref=from_ref, to_ref=to_ref, mode=mode,
                            diff=found, three_dot=mode == THREE_DOT)
 
@@ -161,7 +171,9 @@ class Pages:
 
     def table(self, request: Request, _form) -> Response:
         ref, name = _split_table(request.path_params["spec"])
-        return self.render(request, "table.html", page=tables.table_page(self.lakehouse, ref, name), ref=ref)
+        found = self.kept.get(("table", ref, self.head(ref), name.lower()),
+                              lambda: tables.table_page(self.lakehouse, ref, name))
+        return self.render(request, "table.html", page=found, ref=ref)
 
     # ------------------------------------------------ merge preview, merge
     def merge(self, request: Request, form) -> Response:
@@ -174,8 +186,14 @@ class Pages:
                 result = merges.merge(self.lakehouse, src, dest, on_conflict)
             target = f"/merge-status/{ref_url(dest)}" if result.status == "paused" else f"/log/{ref_url(dest)}"
             return RedirectResponse(target, status_code=303)
-        return self.render(request, "merge.html", src=src, dest=dest, preview=merges.preview(self.lakehouse, src, dest),
-                           choices=_MERGE_CHOICES)
+        found = self.kept.get(("merge", src, self.head(src), dest, self.head(dest), self._paused(dest)),
+                              lambda: merges.preview(self.lakehouse, src, dest))
+        return self.render(request, "merge.html", src=src, dest=dest, preview=found, choices=_MERGE_CHOICES)
+
+    def _paused(self, branch: str) -> bool:
+        """Whether a merge into `branch` is paused (a preview then says so instead of planning)."""
+        return self.lakehouse.store.find_branch(branch) is not None and \
+            self.lakehouse.merge_status(branch)["phase"] != merges.NOT_STARTED
 
     def merge_status(self, request: Request, form) -> Response:
         dest = request.path_params["dest"]
@@ -199,9 +217,10 @@ class Pages:
         return self.render(request, "merge_status.html", dest=dest, state=state, tables=paused_tables)
 
 
-def create_app(lakehouse: Lakehouse, token: str, reads_need_token: bool) -> Starlette:
-    """The pages, and the Iceberg REST catalog at /iceberg (which needs the token when reads do)."""
-    pages = Pages(lakehouse, Access(token, reads_need_token))
+def create_app(lakehouse: Lakehouse, token: str, reads_need_token: bool, keep: bool = True) -> Starlette:
+    """The pages, and the Iceberg REST catalog at /iceberg (which needs the token when reads do). `keep=False`:
+    every page computed afresh (bench/ui.py measures both)."""
+    pages = Pages(lakehouse, Access(token, reads_need_token), keep)
     page = pages.endpoint
     routes = [
         Route("/", page(pages.branches)),

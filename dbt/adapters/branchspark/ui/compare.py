@@ -1,6 +1,5 @@
 """What the compare pages show, through the core's row-level diff (core/diff): per table the counts and
-schema changes (and, three-dot between branches, the conflicts a merge would hit), then one table's rows a
-page at a time. Counting and paging run in Spark over the diff, whose cost grows with the changes: only the
+schema changes, then one table's rows a page at a time. Counting and paging run in Spark over the diff, whose cost grows with the changes: only the
 counts and one page of rows come to the driver; the CSV streams the diff a partition at a time."""
 from __future__ import annotations
 
@@ -33,8 +32,9 @@ def parse_spec(spec: str) -> tuple[str, str, str]:
 
 
 def summary(lakehouse: Lakehouse, from_ref: str, to_ref: str, mode: str) -> DiffReport:
-    """Per table counts, schema changes and (three-dot between branches) a merge's conflicts; no rows."""
-    return report(branch_diff(lakehouse, from_ref, to_ref, mode=mode), limit=0)
+    """Per table the counts and schema changes, in one Spark job; no rows. The conflicts a merge would hit are
+    the merge preview's page (it plans the merge, which costs more than the counts)."""
+    return report(branch_diff(lakehouse, from_ref, to_ref, mode=mode, preview=False), limit=0)
 
 
 @dataclass

@@ -13,6 +13,7 @@ from ..core.merge import paused as P
 from ..core.merge.conflict_tables import SCHEMA_TABLE
 from .cells import cell_text
 
+NOT_STARTED = P.NOT_STARTED
 KEYS_SHOWN = 50  # conflicting keys shown per table
 ROWS_SHOWN = 20  # open conflict rows shown per table of a paused merge
 
