@@ -72,10 +72,10 @@ def test_writes_need_the_token_and_a_same_site_form(served, lake):
                             {"Authorization": "Bearer not-the-token"})
     assert status == 401
     assert lake.get_branch("main").head == head  # nothing of the above wrote
-    # the same form from the server's own page goes through (the conflicting merge is then refused by the core)
-    status, body, _ = _post(served, "/merge/hotfix/into/main", {"on_conflict": "abort", "csrf": csrf},
+    # the same form from the server's own page goes through to the core (which says no merge is paused there)
+    status, body, _ = _post(served, "/merge-status/main", {"action": "abort", "csrf": csrf},
                             {**signed, "Origin": served.url})
-    assert status == 409 and "stopped with 1 conflict(s)" in body
+    assert status == 400 and "no merge into &#39;main&#39; is paused" in body
     assert lake.get_branch("main").head == head
 
 
