@@ -95,6 +95,13 @@ def test_with_a_token_every_page_needs_it(lake):
         assert status == 200 and "History of" in body
 
 
+def test_a_tables_diff_as_csv(served):
+    """The compare page's CSV link: the diff's rows (type, columns, changed columns), streamed from Spark."""
+    status, body, headers = fetch(served.url + "/compare/main...dev?table=shop.orders&format=csv")
+    assert status == 200 and headers["content-type"].startswith("text/csv")
+    assert body.splitlines() == ["_diff_type,id,amount,status,_diff_changed", "modified,2,25.5,new,[amount]"]
+
+
 def test_no_page_shows_the_token_or_a_password(served, lake, monkeypatch):
     """A page of each kind, as a signed-in reader sees it, and an error page that would echo the catalog's
     password (BRANCHSPARK_CATALOG_PASSWORD) show neither the token, the session cookie nor the password."""
