@@ -17,7 +17,7 @@ TOKEN = "ui-test-token-4f1e9c"
 
 def build_catalog(lh: Lakehouse, spark) -> None:
     """main: shop.orders (keyed on id) and shop.events (keyless); branches that differ, merge cleanly, conflict
-    (the same cell changed on both sides) and will pause."""
+    (the same cell changed on both sides) and will pause; main protected."""
     with lh.transaction("main", message="create the shop") as tx:
         tx.create_database("shop")
         tx.create_table_as("shop.orders", spark.createDataFrame(
@@ -34,6 +34,7 @@ def build_catalog(lh: Lakehouse, spark) -> None:
     lh.branch("patch").update("shop.orders", "id = 4", {"amount": "44.0"}, message="patch: order 4 is 44")
     lh.branch("stage").update("shop.orders", "id = 4", {"amount": "40.5"}, message="stage: order 4 is 40.5")
     lh.merge("dev", "stage", message="merge dev into stage")
+    lh.protect_branch("main")  # writable only by merge from here on
 
 
 def free_port() -> int:

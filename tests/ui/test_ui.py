@@ -154,6 +154,8 @@ def test_branches_page_leads_to_a_branch_graph(page, lake):
     rows = page.locator("#branches tr[data-branch]")
     assert sorted(rows.evaluate_all("rs => rs.map(r => r.dataset.branch)")) == sorted(
         b.name for b in lake.list_branches())
+    assert page.locator('tr[data-branch="main"] td').nth(2).inner_text() == "protected"
+    assert page.locator('tr[data-branch="dev"] td').nth(2).inner_text() == ""
     stage = page.locator('tr[data-branch="stage"]')
     assert stage.locator("td").nth(1).inner_text() == lake.get_branch("stage").head[:12]
     assert stage.locator("td").nth(3).inner_text() == "4"  # its own commit, dev's two and the merge
