@@ -165,6 +165,7 @@ def _spark_iceberg_expected(lh, name: str, at: str) -> list:
 SPARK_ICEBERG_INEXACT = set()
 
 
+@pytest.mark.long_only  # the peers' install (pyspark 4.1, jars) and JVM exceed make test's budget (README)
 def test_spark_with_iceberg_runtime_reads_main_a_branch_and_an_older_commit(lake):
     """Spark 4.1 with Iceberg's runtime (the peers' environment), as another team's Spark: every table on main,
     on dev and at the setup commit (keyless and keyed tombstones, a renamed column, partitions) reads exactly
@@ -214,6 +215,27 @@ def test_spark_with_iceberg_runtime_time_travel_and_views(lake):
     assert len(queries) > 40
     for key in queries:
         assert answers[key] == expected[key], key
+
+
+def test_metadata_names_the_unsorted_sort_order_java_readers_require(lake):
+    """Regression (issue 52): metadata with no sort orders made Iceberg's Java reader (Spark's) fail every
+    read with "Sort orders cannot be null or empty"; pyiceberg and DuckDB did not mind."""
+    body = get(lake["url"], f"/v1/{_prefix(lake, 'main')}/namespaces/shop/tables/plain").json()["metadata"]
+    orders = {o["order-id"]: o for o in body["sort-orders"]}
+    assert body["default-sort-order-id"] in orders and orders[body["default-sort-order-id"]]["fields"] == []
+
+
+def test_table_in_a_deeper_namespace_is_no_such_table(lake):
+    """Regression (issue 52): Spark's Iceberg catalog asks `shop.plain.snapshots` as table `snapshots` of
+    namespace `shop.plain`, and reads the metadata table only on NoSuchTableException; the server answered
+    NoSuchNamespaceException, so `SELECT * FROM cat.shop.plain.snapshots` failed."""
+    prefix = _prefix(lake, "main")
+    for kind, error in (("tables", "NoSuchTableException"), ("views", "NoSuchViewException")):
+        response = get(lake["url"], f"/v1/{prefix}/namespaces/shop%1Fplain/{kind}/snapshots")
+        body = response.json()["error"]
+        assert response.status_code == 404 and body["type"] == error, kind
+        assert "'shop.plain.snapshots'" in body["message"] and "branch 'main'" in body["message"]
+    assert get(lake["url"], f"/v1/{prefix}/namespaces/shop%1Fplain/tables/snapshots", method="HEAD").status_code == 404
 
 
 def test_every_shape_after_merge_and_fixed_versions(lake):
