@@ -45,7 +45,7 @@ peers: $(PEERS_VENV)/.installed $(PEERS_JARS)/.copied
 # BRANCHSPARK_TEST_*_URL variables name running ones), then runs the suite in-process and dbt's
 # conformance suites, the merge base and deletion-vector tests through Spark Connect. Aimed at 20 minutes
 # on 2 cores (not yet shown on a quiet machine): the random and stress tests run small (tests/depth.py).
-test: install peers
+test: install
 	PY=$(PY) bash tests/run.sh
 
 # The deep profiles, run before resolving an issue that touches merge, changes, writes, storage or the
@@ -74,6 +74,11 @@ test-model: install
 
 test-model-long: install
 	$(PY) -m tests.model.long_run
+
+# issue 52: branchspark against Delta Lake and Apache Iceberg (the peers' environment) on the same work;
+# `make bench-peers ARGS="--scale 0.01"` for a small run
+bench-peers: install peers
+	$(PY) bench/peers.py $(ARGS)
 
 # dbt from the shell, per invocation: warm local engine, method: session, dbt-spark, dbt-duckdb; several minutes
 bench-dbt-cli: install

@@ -117,7 +117,7 @@ class Branchspark:
 
     def full_scan(self) -> dict:
         start = time.perf_counter()
-        total = self.lh.read(TABLE).selectExpr(peers_side.ROW_HASH_SUM).collect()[0][0]
+        total = list(self.lh.read(TABLE).selectExpr(peers_side.ROW_HASH_SUM).collect()[0])
         return {"seconds": time.perf_counter() - start, "sum": total}
 
     def count(self) -> dict:
@@ -177,6 +177,7 @@ def main() -> None:
             sides[kind] = (lambda k: lambda i: peers("upsert", kind=k, total=total, changed=changed, round_index=i))(kind)
         upserts = rounds(sides, args.repeats, lambda label, run, i: run(i))
         results["upsert"] = {label: statistics.median(a["seconds"] for a in runs) for label, runs in upserts.items()}
+        report({"upsert": results["upsert"]}, {})
         last = {label: runs[-1] for label, runs in upserts.items()}
 
         feed = {"branchspark": lambda i: bs.change_feed(last["branchspark"]["before"], last["branchspark"]["after"]),
@@ -186,6 +187,7 @@ def main() -> None:
                                                after=last["iceberg_cow"]["after"])}
         answers = rounds(feed, args.repeats, lambda label, run, i: run(i))
         results["changes"] = {label: statistics.median(a["seconds"] for a in runs) for label, runs in answers.items()}
+        report({"changes": results["changes"]}, {})
 
         deletes = {"branchspark": bs.delete_percent()["seconds"]}
         for kind in ("delta", "iceberg_mor"):
@@ -198,10 +200,11 @@ def main() -> None:
                 **{k: (lambda kk: lambda i: peers("full_scan", kind=kk))(k) for k in ("delta", "iceberg_mor")}}
         answers = rounds(scan, args.repeats, lambda label, run, i: run(i))
         results["scan"] = {label: statistics.median(a["seconds"] for a in runs) for label, runs in answers.items()}
-        sums = {label: runs[-1]["sum"] for label, runs in answers.items()}
+        sums = {label: tuple(runs[-1]["sum"]) for label, runs in answers.items()}
         if len(set(sums.values())) != 1:
             raise SystemExit(f"the sides read different rows after the deletes (hash sums): {sums}")
         results["delete 1% (one run)"] = deletes
+        report({"scan": results["scan"], "delete 1% (one run)": deletes}, {})
 
         preview = {"branchspark": lambda i: bs.preview(f"preview{i}"),
                    **{k: (lambda kk: lambda i: peers("preview", kind=kk, name=f"preview{i}"))(k)
@@ -215,6 +218,7 @@ def main() -> None:
         print(f"rows after the deletes, every side: {counts['branchspark']:,}")
     finally:
         peers.close()
+    print("\n######## all steps")
     report(results, extra)
     print(f"\nload average {os.getloadavg()[0]:.1f} at end")
     if not args.keep:
@@ -222,7 +226,8 @@ def main() -> None:
 
 
 def report(results: dict, extra: dict) -> None:
-    print("\n== branchspark / peers (median seconds; ratio = branchspark / peer)")
+    print(f"\n== branchspark / peers (median seconds; ratio = branchspark / peer; load average "
+          f"{os.getloadavg()[0]:.1f})", flush=True)
     for step, times in results.items():
         ours = times["branchspark"]
         print(f"{step}: branchspark {ours:.3f} s")
