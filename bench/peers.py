@@ -117,7 +117,7 @@ class Branchspark:
 
     def full_scan(self) -> dict:
         start = time.perf_counter()
-        total = list(self.lh.read(TABLE).selectExpr(peers_side.ROW_HASH_SUM).collect()[0])
+        total = list(self.lh.read(TABLE).selectExpr(*peers_side.ROW_HASH_SUM).collect()[0])
         return {"seconds": time.perf_counter() - start, "sum": total}
 
     def count(self) -> dict:

@@ -17,7 +17,7 @@ import time
 
 KINDS = ("delta", "iceberg_cow", "iceberg_mor")
 # every column of every row, order-independent, no overflow under ANSI mode (Spark 4's default)
-ROW_HASH_SUM = "count(*) AS n, bit_xor(xxhash64(id, amount, customer)) AS h"
+ROW_HASH_SUM = ("count(*) AS n", "bit_xor(xxhash64(id, amount, customer)) AS h")
 
 
 def rows(spark, start: int, end: int):
@@ -122,7 +122,7 @@ class Peers:
         vectors ("Cannot work with a non-pinned table snapshot"), so every side scans this way; the sums
         must agree across the sides."""
         start = time.perf_counter()
-        total = list(self.spark.sql(f"SELECT {ROW_HASH_SUM} FROM {self.table(kind)}").collect()[0])
+        total = list(self.spark.sql(f"SELECT {', '.join(ROW_HASH_SUM)} FROM {self.table(kind)}").collect()[0])
         return {"seconds": time.perf_counter() - start, "sum": total}
 
     def count(self, kind: str) -> dict:
