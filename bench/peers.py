@@ -1,6 +1,6 @@
 """branchspark side by side with Delta Lake and Apache Iceberg on the same work, in one run (issue 52).
 
-    python bench/peers.py [--scale 1.0] [--repeats 3]
+    python bench/peers.py [--scale 1.0] [--repeats 3] [--steps upsert,changes,scan,preview] [--keep]
 
 At scale 1: a table of 10M rows (id, amount, customer; 4 files), 10k changed rows per upsert. `--scale 0.01`
 runs the same at 100k rows and 100 changes. Two Spark processes with the same settings (`local[2]`, 4 shuffle
@@ -155,6 +155,8 @@ def main() -> None:
     parser.add_argument("--scale", type=float, default=1.0, help="1.0: 10M rows, 10k changes")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--keep", action="store_true")
+    parser.add_argument("--steps", default="upsert,changes,scan,preview",
+                        help="comma-separated subset of upsert, changes (needs upsert), scan, preview")
     args = parser.parse_args()
     total, changed = int(10_000_000 * args.scale), max(int(10_000 * args.scale), 10)
     root = scratch_dir("peers")
@@ -171,51 +173,31 @@ def main() -> None:
         setup = {"branchspark": bs.setup(total)["seconds"], "peers (3 tables)": peers("setup", total=total)["seconds"]}
         print("setup (untimed for the ratios): " + ", ".join(f"{k} {v:.1f} s" for k, v in setup.items()), flush=True)
 
+        steps = args.steps.split(",")
         kinds = peers_side.KINDS
         sides = {"branchspark": lambda i: bs.upsert(total, changed, i)}
         for kind in kinds:
             sides[kind] = (lambda k: lambda i: peers("upsert", kind=k, total=total, changed=changed, round_index=i))(kind)
-        upserts = rounds(sides, args.repeats, lambda label, run, i: run(i))
-        results["upsert"] = {label: statistics.median(a["seconds"] for a in runs) for label, runs in upserts.items()}
-        report({"upsert": results["upsert"]}, {})
-        last = {label: runs[-1] for label, runs in upserts.items()}
+        upserts = rounds(sides, args.repeats if "upsert" in steps else 0, lambda label, run, i: run(i))
+        if "upsert" in steps:
+            results["upsert"] = {label: statistics.median(a["seconds"] for a in runs) for label, runs in upserts.items()}
+            report({"upsert": results["upsert"]}, {})
+        last = {label: runs[-1] for label, runs in upserts.items() if runs}
 
         feed = {"branchspark": lambda i: bs.change_feed(last["branchspark"]["before"], last["branchspark"]["after"]),
                 "delta": lambda i: peers("change_feed", kind="delta", before=last["delta"]["before"],
                                          after=last["delta"]["after"]),
                 "iceberg_cow": lambda i: peers("change_feed", kind="iceberg_cow", before=last["iceberg_cow"]["before"],
                                                after=last["iceberg_cow"]["after"])}
-        answers = rounds(feed, args.repeats, lambda label, run, i: run(i))
-        results["changes"] = {label: statistics.median(a["seconds"] for a in runs) for label, runs in answers.items()}
-        report({"changes": results["changes"]}, {})
+        answers = rounds(feed, args.repeats if "changes" in steps and last else 0, lambda label, run, i: run(i))
+        if "changes" in steps and last:
+            results["changes"] = {label: statistics.median(a["seconds"] for a in runs) for label, runs in answers.items()}
+            report({"changes": results["changes"]}, {})
 
-        deletes = {"branchspark": bs.delete_percent()["seconds"]}
-        for kind in ("delta", "iceberg_mor"):
-            deletes[kind] = peers("delete_percent", kind=kind)["seconds"]
-        counts = {"branchspark": bs.count()["count"], **{k: peers("count", kind=k)["count"]
-                                                        for k in ("delta", "iceberg_mor")}}
-        if len(set(counts.values())) != 1:
-            raise SystemExit(f"the sides hold different rows after the deletes: {counts}")
-        scan = {"branchspark": lambda i: bs.full_scan(),
-                **{k: (lambda kk: lambda i: peers("full_scan", kind=kk))(k) for k in ("delta", "iceberg_mor")}}
-        answers = rounds(scan, args.repeats, lambda label, run, i: run(i))
-        results["scan"] = {label: statistics.median(a["seconds"] for a in runs) for label, runs in answers.items()}
-        sums = {label: tuple(runs[-1]["sum"]) for label, runs in answers.items()}
-        if len(set(sums.values())) != 1:
-            raise SystemExit(f"the sides read different rows after the deletes (hash sums): {sums}")
-        results["delete 1% (one run)"] = deletes
-        report({"scan": results["scan"], "delete 1% (one run)": deletes}, {})
-
-        preview = {"branchspark": lambda i: bs.preview(f"preview{i}"),
-                   **{k: (lambda kk: lambda i: peers("preview", kind=kk, name=f"preview{i}"))(k)
-                      for k in ("delta_clone", "delta_rebuild", "iceberg_mor")}}
-        answers = rounds(preview, args.repeats, lambda label, run, i: run(i))
-        results["preview"] = {label: statistics.median(a["seconds"] for a in runs) for label, runs in answers.items()}
-        extra["preview bytes"] = {label: int(statistics.median(a["bytes"] for a in runs))
-                                  for label, runs in answers.items()}
-        extra["preview bytes"]["branchspark catalog (SQLite pages)"] = int(statistics.median(
-            a["catalog bytes"] for a in answers["branchspark"]))
-        print(f"rows after the deletes, every side: {counts['branchspark']:,}")
+        if "scan" in steps:
+            scan_step(bs, peers, args.repeats, results)
+        if "preview" in steps:
+            preview_step(bs, peers, args.repeats, results, extra)
     finally:
         peers.close()
     print("\n######## all steps")
@@ -223,6 +205,39 @@ def main() -> None:
     print(f"\nload average {os.getloadavg()[0]:.1f} at end")
     if not args.keep:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def scan_step(bs, peers, repeats, results) -> None:
+    deletes = {"branchspark": bs.delete_percent()["seconds"]}
+    for kind in ("delta", "iceberg_mor"):
+        deletes[kind] = peers("delete_percent", kind=kind)["seconds"]
+    counts = {"branchspark": bs.count()["count"], **{k: peers("count", kind=k)["count"]
+                                                    for k in ("delta", "iceberg_mor")}}
+    if len(set(counts.values())) != 1:
+        raise SystemExit(f"the sides hold different rows after the deletes: {counts}")
+    scan = {"branchspark": lambda i: bs.full_scan(),
+            **{k: (lambda kk: lambda i: peers("full_scan", kind=kk))(k) for k in ("delta", "iceberg_mor")}}
+    answers = rounds(scan, repeats, lambda label, run, i: run(i))
+    results["scan"] = {label: statistics.median(a["seconds"] for a in runs) for label, runs in answers.items()}
+    sums = {label: tuple(runs[-1]["sum"]) for label, runs in answers.items()}
+    if len(set(sums.values())) != 1:
+        raise SystemExit(f"the sides read different rows after the deletes (hash sums): {sums}")
+    results["delete 1% (one run)"] = deletes
+    report({"scan": results["scan"], "delete 1% (one run)": deletes}, {})
+    print(f"rows after the deletes, every side: {counts['branchspark']:,}")
+
+
+def preview_step(bs, peers, repeats, results, extra) -> None:
+    preview = {"branchspark": lambda i: bs.preview(f"preview{i}"),
+               **{k: (lambda kk: lambda i: peers("preview", kind=kk, name=f"preview{i}"))(k)
+                  for k in ("delta_clone", "delta_rebuild", "iceberg_mor")}}
+    answers = rounds(preview, repeats, lambda label, run, i: run(i))
+    results["preview"] = {label: statistics.median(a["seconds"] for a in runs) for label, runs in answers.items()}
+    extra["preview bytes"] = {label: int(statistics.median(a["bytes"] for a in runs))
+                              for label, runs in answers.items()}
+    extra["preview bytes"]["branchspark catalog (SQLite pages)"] = int(statistics.median(
+        a["catalog bytes"] for a in answers["branchspark"]))
+    report({"preview": results["preview"]}, extra)
 
 
 def report(results: dict, extra: dict) -> None:

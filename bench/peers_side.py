@@ -133,9 +133,9 @@ class Peers:
         written_before = dir_bytes(self.root)
         start = time.perf_counter()
         if kind == "delta_clone":
-            self.spark.sql(f"CREATE TABLE delta.`{self.root}/delta/{name}` SHALLOW CLONE {self.table('delta')}")
+            self.spark.sql(f"CREATE TABLE delta.`{self.root}/delta/{kind}_{name}` SHALLOW CLONE {self.table('delta')}")
         elif kind == "delta_rebuild":
-            self.spark.sql(f"CREATE TABLE delta.`{self.root}/delta/{name}` USING delta AS "
+            self.spark.sql(f"CREATE TABLE delta.`{self.root}/delta/{kind}_{name}` USING delta AS "
                            f"SELECT * FROM {self.table('delta')}")
         else:
             self.spark.sql(f"ALTER TABLE {self.table(kind)} CREATE BRANCH {name}")
