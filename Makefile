@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export PYSPARK_PYTHON := $(abspath $(PY))
 
-.PHONY: install test test-long demo bench bench-dbt bench-dbt-cli test-model test-model-long
+.PHONY: install peers test test-long demo bench bench-dbt bench-dbt-cli bench-peers test-model test-model-long
 
 $(VENV)/.installed: setup.py
 	python3 -m venv $(VENV)
@@ -24,6 +24,23 @@ install: $(VENV)/.installed $(JAR_STAMP)
 	@ln -sfn "$(abspath dbt/adapters/branchspark)" \
 	  "$$($(PY) -c 'import dbt.adapters; print(dbt.adapters.__path__[0])')/branchspark"
 
+# The peers (issue 52): Spark as other teams run it, with Iceberg's runtime and Delta Lake, for the test of
+# Spark reading `branchspark serve` and bench/peers.py. Iceberg has no runtime for Spark 4.3 yet, so they get
+# their own environment, .venv-peers (pyspark 4.1, jars/peers/requirements.txt); their jars come from Maven
+# at install time (jars/peers/pom.xml -> .jars/peers/), never at run time.
+PEERS_VENV := .venv-peers
+PEERS_JARS := .jars/peers
+$(PEERS_VENV)/.installed: jars/peers/requirements.txt
+	python3 -m venv $(PEERS_VENV)
+	$(PEERS_VENV)/bin/python -m pip install --quiet -r jars/peers/requirements.txt
+	touch $@
+$(PEERS_JARS)/.copied: jars/peers/pom.xml
+	rm -rf $(PEERS_JARS)
+	mvn -q -B -f jars/peers/pom.xml dependency:copy-dependencies -DincludeScope=runtime \
+	  -DoutputDirectory="$(abspath $(PEERS_JARS))"
+	touch $@
+peers: $(PEERS_VENV)/.installed $(PEERS_JARS)/.copied
+
 # tests/run.sh starts a private PostgreSQL and a Spark Connect server on 127.0.0.1 (unless the
 # BRANCHSPARK_TEST_*_URL variables name running ones), then runs the suite in-process and dbt's
 # conformance suites, the merge base and deletion-vector tests through Spark Connect. Aimed at 20 minutes
@@ -35,7 +52,7 @@ test: install
 # catalog (README, "Tests"): the tests `make test` runs small at full size (the model test's 300 cases per
 # table kind, every metamorphic batch, every crash fault point on both catalogs, the concurrency test at
 # full size) and what only this runs; then one new random chunk per table kind of the long ledger.
-test-long: install
+test-long: install peers
 	BRANCHSPARK_TEST_DEPTH=long PY=$(PY) bash tests/run.sh
 	$(PY) -m tests.model.long_run --more 1 --batches 2
 
@@ -57,6 +74,11 @@ test-model: install
 
 test-model-long: install
 	$(PY) -m tests.model.long_run
+
+# issue 52: branchspark against Delta Lake and Apache Iceberg (the peers' environment) on the same work;
+# `make bench-peers ARGS="--scale 0.01"` for a small run
+bench-peers: install peers
+	$(PY) bench/peers.py $(ARGS)
 
 # dbt from the shell, per invocation: warm local engine, method: session, dbt-spark, dbt-duckdb; several minutes
 bench-dbt-cli: install

@@ -22,6 +22,8 @@ from dbt.adapters.branchspark.core import errors
 from dbt.adapters.branchspark.core.lakehouse import Lakehouse
 from dbt.adapters.branchspark.core.operations import ObjectKind, Op
 from tests.iceberg_clients import BRANCHSPARK, duckdb_attach, duckdb_connection, get, served
+from tests.spark_iceberg import require_peers, spark_iceberg_read
+from tests.spark_iceberg_reader import canonical
 
 TABLES = ["plain", "keyed", "compacted", "keyed_compacted", "evolved", "parted", "empty", "typed", "repartitioned",
           "nested"]
@@ -152,6 +154,80 @@ def test_every_shape_on_main_and_dev_before_merge(lake):
     _check_both_clients(lake, "dev")
     assert len(lake["lh"].read("shop.compacted").collect()) == 7  # the shapes are what they claim
     assert lake["lh"].read("shop.evolved").columns == ["id", "title", "extra"]
+
+
+def _spark_iceberg_expected(lh, name: str, at: str) -> list:
+    return canonical(lh.read(f"shop.{name}", at=at).collect())
+
+
+@pytest.mark.long_only  # the peers' install (pyspark 4.1, jars) and JVM exceed make test's budget (README)
+def test_spark_with_iceberg_runtime_reads_main_a_branch_and_an_older_commit(lake):
+    """Spark 4.1 with Iceberg's runtime (the peers' environment), as another team's Spark: every table on main,
+    on dev and at the setup commit (keyless and keyed tombstones, a renamed column, partitions) reads exactly
+    Lakehouse.read's rows."""
+    require_peers()
+    lh, setup = lake["lh"], lake["setup"]
+    refs = {"c_main": "main", "c_dev": "dev", "c_old": f"main@{setup.id}"}
+    queries = {f"{catalog}.{name}": f"SELECT * FROM {catalog}.shop.{name}" for catalog in refs for name in TABLES}
+    answers = spark_iceberg_read(lake["url"], refs, queries)
+    for catalog, ref in refs.items():
+        at = setup.id if catalog == "c_old" else ref
+        for name in TABLES:
+            assert answers[f"{catalog}.{name}"] == {"rows": _spark_iceberg_expected(lh, name, at)}, (ref, name)
+    # what the shapes claim: a renamed column (and an added one with a default), tombstones on main
+    assert lh.read("shop.evolved").columns == ["id", "title", "extra"]
+    assert len(answers["c_old.plain"]["rows"]) == 10 > len(answers["c_main.plain"]["rows"])
+
+
+@pytest.mark.long_only
+def test_spark_with_iceberg_runtime_time_travel_and_views(lake):
+    """Spark with Iceberg's runtime time-travels by snapshot id and by timestamp to every version of every
+    table on main, each reading Lakehouse.read at that version's commit, lists the snapshots, and loads the
+    served views on main and dev (their `spark` SQL run by Spark itself, over the served tables)."""
+    require_peers()
+    lh = lake["lh"]
+    catalog = _pyiceberg(lake["url"], "main")
+    queries, expected = {}, {}
+    for name in TABLES:
+        table = catalog.load_table(("shop", name))
+        queries[f"{name}.snapshots"] = f"SELECT snapshot_id FROM c_main.shop.{name}.snapshots"
+        expected[f"{name}.snapshots"] = {"rows": canonical((s.snapshot_id,) for s in table.snapshots())}
+        for snapshot in table.snapshots():
+            rows = {"rows": _spark_iceberg_expected(lh, name, snapshot.summary["branchspark.commit"])}
+            key = f"{name}@{snapshot.snapshot_id}"
+            queries[f"{key} version"] = f"SELECT * FROM c_main.shop.{name} VERSION AS OF {snapshot.snapshot_id}"
+            queries[f"{key} time"] = (f"SELECT * FROM c_main.shop.{name} "
+                                      f"TIMESTAMP AS OF timestamp_millis({snapshot.timestamp_ms})")
+            expected[f"{key} version"] = expected[f"{key} time"] = rows
+    for catalog_name, ref in (("c_main", "main"), ("c_dev", "dev")):
+        for view in VIEWS:
+            queries[f"{ref}.{view}"] = f"SELECT * FROM {catalog_name}.shop.{view}"
+            expected[f"{ref}.{view}"] = {"rows": _spark_iceberg_expected(lh, view, ref)}
+    answers = spark_iceberg_read(lake["url"], {"c_main": "main", "c_dev": "dev"}, queries)
+    assert len(queries) > 40
+    for key in queries:
+        assert answers[key] == expected[key], key
+
+
+def test_metadata_names_the_unsorted_sort_order_java_readers_require(lake):
+    """Regression (issue 52): metadata with no sort orders made Iceberg's Java reader (Spark's) fail every
+    read with "Sort orders cannot be null or empty"; pyiceberg and DuckDB did not mind."""
+    body = get(lake["url"], f"/v1/{_prefix(lake, 'main')}/namespaces/shop/tables/plain").json()["metadata"]
+    orders = {o["order-id"]: o for o in body["sort-orders"]}
+    assert body["default-sort-order-id"] in orders and orders[body["default-sort-order-id"]]["fields"] == []
+
+
+def test_table_in_a_deeper_namespace_is_no_such_table(lake):
+    """Regression (issue 52): Spark's Iceberg catalog asks `shop.plain.snapshots` as table `snapshots` of
+    namespace `shop.plain`, and reads the metadata table only on NoSuchTableException; the server answered
+    NoSuchNamespaceException, so `SELECT * FROM cat.shop.plain.snapshots` failed."""
+    prefix = _prefix(lake, "main")
+    for kind, error in (("tables", "NoSuchTableException"), ("views", "NoSuchViewException")):
+        response = get(lake["url"], f"/v1/{prefix}/namespaces/shop%1Fplain/{kind}/snapshots")
+        body = response.json()["error"]
+        assert response.status_code == 404 and body["type"] == error, kind
+        assert "'shop.plain.snapshots'" in body["message"] and "branch 'main'" in body["message"]
+    assert get(lake["url"], f"/v1/{prefix}/namespaces/shop%1Fplain/tables/snapshots", method="HEAD").status_code == 404
 
 
 def test_every_shape_after_merge_and_fixed_versions(lake):

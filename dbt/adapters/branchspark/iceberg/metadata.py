@@ -41,6 +41,7 @@ from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.table.metadata import TableMetadataV2
 from pyiceberg.table.refs import MAIN_BRANCH, SnapshotRef, SnapshotRefType
 from pyiceberg.table.snapshots import Operation, Snapshot, SnapshotLogEntry, Summary
+from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
 from pyiceberg.typedef import Record
 from pyiceberg.types import DateType
 from pyiceberg.utils.datetime import date_to_days
@@ -63,7 +64,7 @@ from .schema import (
 )
 
 # Bump when the files this module writes change shape: new names, so old files are never misread.
-REVISION = "1"
+REVISION = "2"  # 2: the unsorted sort order, which Iceberg's Java reader requires
 POS_FILE_PATH_ID, POS_POS_ID = 2147483546, 2147483545
 _POSITION_DELETE_SCHEMA = pa.schema([
     pa.field("file_path", pa.string(), nullable=False, metadata={b"PARQUET:field_id": str(POS_FILE_PATH_ID).encode()}),
@@ -375,6 +376,8 @@ class _Build:
             default_spec_id=0, last_partition_id=max(self._field_ids.values(), default=PARTITION_FIELD_ID_BASE - 1), properties=properties,
             current_snapshot_id=snapshots[-1].snapshot_id, snapshots=snapshots, snapshot_log=log,
             last_sequence_number=snapshots[-1].sequence_number,
+            # Iceberg's Java reader (Spark's) refuses metadata without the sort order its default id names
+            sort_orders=[UNSORTED_SORT_ORDER], default_sort_order_id=UNSORTED_SORT_ORDER.order_id,
             refs={MAIN_BRANCH: SnapshotRef(snapshot_id=snapshots[-1].snapshot_id,
                                            snapshot_ref_type=SnapshotRefType.BRANCH)})
         return json.loads(metadata.model_dump_json(exclude_none=True))

@@ -100,8 +100,20 @@ class _Handlers:
         names = self.service.names(self._snapshot(request), database, kind)
         return JSONResponse({"identifiers": [{"namespace": [database], "name": n} for n in names]})
 
+    @staticmethod
+    def _object_namespace(request: Request, kind: str, branch: str) -> str:
+        """The namespace of a table or view request. A deeper one holds no table or view: Spark's Iceberg
+        catalog asks for `db.table.snapshots` as table `snapshots` in namespace `db.table` and reads the metadata
+        table `snapshots` of `db.table` only when told there is no such table (not no such namespace)."""
+        name = request.path_params["namespace"]
+        if _NAMESPACE_SEPARATOR in name:
+            full = f"{name.replace(_NAMESPACE_SEPARATOR, '.')}.{request.path_params[kind]}"
+            raise errors.TableNotFound(full, branch) if kind == "table" else ViewNotFound(full, branch)
+        return name
+
     def table(self, request: Request) -> Response:
-        snapshot, database = self._snapshot(request), self._namespace(request)
+        snapshot = self._snapshot(request)
+        database = self._object_namespace(request, "table", snapshot.ns.label)
         name = request.path_params["table"]
         if request.method == "HEAD":
             if not self.service.has(snapshot, database, name, "table"):
@@ -110,7 +122,8 @@ class _Handlers:
         return Response(self.service.load_table(snapshot, database, name), media_type="application/json")
 
     def view(self, request: Request) -> Response:
-        snapshot, database = self._snapshot(request), self._namespace(request)
+        snapshot = self._snapshot(request)
+        database = self._object_namespace(request, "view", snapshot.ns.label)
         name = request.path_params["view"]
         if request.method == "HEAD":
             if not self.service.has(snapshot, database, name, "view"):

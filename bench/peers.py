@@ -1,0 +1,261 @@
+"""branchspark side by side with Delta Lake and Apache Iceberg on the same work, in one run (issue 52).
+
+    python bench/peers.py [--scale 1.0] [--repeats 3] [--steps upsert,changes,scan,preview] [--keep]
+
+At scale 1: a table of 10M rows (id, amount, customer; 4 files), 10k changed rows per upsert. `--scale 0.01`
+runs the same at 100k rows and 100 changes. Two Spark processes with the same settings (`local[2]`, 4 shuffle
+partitions, 4 GB driver memory, no UI): branchspark in this one (pyspark 4.3, the project's), and the peers
+in bench/peers_side.py under .venv-peers (pyspark 4.1 with Iceberg's runtime 1.12.0 and Delta Lake 4.4.0,
+`make peers`; Iceberg has no runtime for Spark 4.3 yet). Each step runs on every side in turn, the order
+rotating per round, so all sides share the machine's load alike; medians of `--repeats` rounds.
+
+    upsert      `--changed` rows with new amounts, spread over the table: branchspark's upsert on the key (what
+                dbt's `merge` incremental strategy runs) against MERGE INTO on Delta (deletion vectors on, as
+                the change data feed) and on Iceberg copy-on-write and merge-on-read
+    changes     the change rows of the last upsert, read in full: branch_changes (table_changes) against
+                Delta's table_changes_by_path and Iceberg's create_changelog_view (copy-on-write: Iceberg's
+                changelog does not read merge-on-read deletes)
+    scan        a full scan (every column hashed and summed; the sums must agree) after 1% of the rows were
+                deleted (one DELETE, timed once apart): branchspark's
+                tombstones against Delta's deletion vectors and Iceberg's position deletes (merge-on-read)
+    preview     a CI preview environment of the project (its one 10M-row table): a branchspark branch
+                against Delta SHALLOW CLONE, a Delta rebuild (CREATE TABLE AS SELECT) and an Iceberg branch per
+                table; wall time and bytes written under the warehouse (branchspark: and its catalog file)
+
+The dbt row of the issue (`dbt run` of the sample project against dbt-spark on Delta and Iceberg) is not
+measured here yet: see README, "Against Delta Lake and Apache Iceberg". Exits 0 whatever the ratios are.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+from common import full_scan, scratch_dir, spark_session  # puts the repo on sys.path
+
+from dbt.adapters.branchspark.core.changes import table_changes
+from dbt.adapters.branchspark.core.lakehouse import Lakehouse
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PEERS_PYTHON = os.path.join(REPO, ".venv-peers", "bin", "python")
+PEERS_JARS = os.path.join(REPO, ".jars", "peers")
+SPARK = {"spark.master": "local[2]", "spark.sql.shuffle.partitions": "4", "spark.driver.memory": "4g",
+         "spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false"}
+TABLE = "bench.events"
+TARGETS = {"upsert": 1.1, "changes": 1.2, "scan": 1.2, "preview": 0.01}
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import peers_side  # noqa: E402  (stdlib and pyspark only: the same rows on both sides)
+
+
+class PeersProcess:
+    def __init__(self, root: str):
+        if not os.path.exists(PEERS_PYTHON):
+            raise SystemExit("bench/peers.py needs the peers' environment: run `make peers` first")
+        jars = sorted(os.path.join(PEERS_JARS, j) for j in os.listdir(PEERS_JARS) if j.endswith(".jar"))
+        env = {k: v for k, v in os.environ.items() if k not in ("SPARK_HOME", "PYTHONPATH")}
+        env["PYSPARK_PYTHON"] = PEERS_PYTHON
+        self.log = open(os.path.join(root, "peers.log"), "w")
+        self.process = subprocess.Popen([PEERS_PYTHON, os.path.join(REPO, "bench", "peers_side.py")], env=env,
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, text=True)
+        self.version = self("start", root=os.path.join(root, "peers"), jars=jars, config=SPARK)["spark"]
+
+    def __call__(self, op: str, **args) -> dict:
+        self.process.stdin.write(json.dumps({"op": op, **args}) + "\n")
+        self.process.stdin.flush()
+        line = self.process.stdout.readline()
+        if not line:
+            raise SystemExit(f"the peers' process ended; its log: {self.log.name}")
+        return json.loads(line)
+
+    def close(self) -> None:
+        self.process.stdin.close()
+        self.process.wait(timeout=120)
+
+
+def dir_bytes(path: str) -> int:
+    return peers_side.dir_bytes(path)
+
+
+class Branchspark:
+    def __init__(self, root: str):
+        self.spark = spark_session()
+        self.root = root
+        self.lh = Lakehouse(self.spark, os.path.join(root, "warehouse"))
+        self.changes_of = None
+
+    def setup(self, total: int) -> dict:
+        data = peers_side.rows(self.spark, 0, total).repartition(4)
+        start = time.perf_counter()
+        with self.lh.transaction("main", message="load") as tx:
+            tx.create_database("bench")
+            tx.create_table_as(TABLE, data, primary_key=["id"])
+        return {"seconds": time.perf_counter() - start}
+
+    def upsert(self, total: int, changed: int, round_index: int) -> dict:
+        frame = peers_side.changes(self.spark, total, changed, round_index)
+        before = self.lh.get_branch("main").head
+        start = time.perf_counter()
+        self.lh.branch("main").upsert(TABLE, frame, key=["id"])
+        seconds = time.perf_counter() - start
+        return {"seconds": seconds, "before": before, "after": self.lh.get_branch("main").head}
+
+    def change_feed(self, before, after) -> dict:
+        start = time.perf_counter()
+        full_scan(table_changes(self.lh, TABLE, before, after))
+        return {"seconds": time.perf_counter() - start}
+
+    def delete_percent(self) -> dict:
+        start = time.perf_counter()
+        self.lh.branch("main").delete(TABLE, "id % 100 = 42")
+        return {"seconds": time.perf_counter() - start}
+
+    def full_scan(self) -> dict:
+        start = time.perf_counter()
+        total = list(self.lh.read(TABLE).selectExpr(*peers_side.ROW_HASH_SUM).collect()[0])
+        return {"seconds": time.perf_counter() - start, "sum": total}
+
+    def count(self) -> dict:
+        return {"seconds": 0.0, "count": self.lh.read(TABLE).count()}
+
+    def preview(self, name: str) -> dict:
+        """Bytes: under the warehouse but the catalog's SQLite files, which grow by pages (reported apart)."""
+        data, catalog = self._sizes()
+        start = time.perf_counter()
+        self.lh.create_branch(name)
+        seconds = time.perf_counter() - start
+        data_after, catalog_after = self._sizes()
+        return {"seconds": seconds, "bytes": data_after - data, "catalog bytes": catalog_after - catalog}
+
+    def _sizes(self) -> tuple[int, int]:
+        warehouse = os.path.join(self.root, "warehouse")
+        catalog = sum(os.path.getsize(os.path.join(warehouse, f)) for f in os.listdir(warehouse)
+                      if f.startswith("catalog.db"))
+        return dir_bytes(warehouse) - catalog, catalog
+
+
+def rounds(sides: dict, repeats: int, step) -> dict:
+    """step(label, side, round) -> answer; each round takes every side in turn, the order rotating."""
+    answers = {label: [] for label in sides}
+    order = list(sides)
+    for index in range(repeats):
+        shift = index % len(order)
+        for label in order[shift:] + order[:shift]:
+            answers[label].append(step(label, sides[label], index))
+    return answers
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--scale", type=float, default=1.0, help="1.0: 10M rows, 10k changes")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--keep", action="store_true")
+    parser.add_argument("--steps", default="upsert,changes,scan,preview",
+                        help="comma-separated subset of upsert, changes (needs upsert), scan, preview")
+    args = parser.parse_args()
+    total, changed = int(10_000_000 * args.scale), max(int(10_000 * args.scale), 10)
+    root = scratch_dir("peers")
+    print(f"bench/peers.py: {total:,} rows, {changed:,} changed rows, {args.repeats} rounds; scratch {root}; "
+          f"load average {os.getloadavg()[0]:.1f} at start", flush=True)
+    bs, peers = Branchspark(root), PeersProcess(root)
+    results: dict[str, dict[str, float]] = {}
+    extra: dict[str, dict[str, int]] = {}
+    try:
+        import pyspark
+        print(f"branchspark: pyspark {pyspark.__version__}; peers: Spark {peers.version}, "
+              f"{', '.join(sorted(j for j in os.listdir(PEERS_JARS) if j.endswith('.jar') and ('delta-spark' in j or 'iceberg' in j)))}",
+              flush=True)
+        setup = {"branchspark": bs.setup(total)["seconds"], "peers (3 tables)": peers("setup", total=total)["seconds"]}
+        print("setup (untimed for the ratios): " + ", ".join(f"{k} {v:.1f} s" for k, v in setup.items()), flush=True)
+
+        steps = args.steps.split(",")
+        kinds = peers_side.KINDS
+        sides = {"branchspark": lambda i: bs.upsert(total, changed, i)}
+        for kind in kinds:
+            sides[kind] = (lambda k: lambda i: peers("upsert", kind=k, total=total, changed=changed, round_index=i))(kind)
+        upserts = rounds(sides, args.repeats if "upsert" in steps else 0, lambda label, run, i: run(i))
+        if "upsert" in steps:
+            results["upsert"] = {label: statistics.median(a["seconds"] for a in runs) for label, runs in upserts.items()}
+            report({"upsert": results["upsert"]}, {})
+        last = {label: runs[-1] for label, runs in upserts.items() if runs}
+
+        feed = {"branchspark": lambda i: bs.change_feed(last["branchspark"]["before"], last["branchspark"]["after"]),
+                "delta": lambda i: peers("change_feed", kind="delta", before=last["delta"]["before"],
+                                         after=last["delta"]["after"]),
+                "iceberg_cow": lambda i: peers("change_feed", kind="iceberg_cow", before=last["iceberg_cow"]["before"],
+                                               after=last["iceberg_cow"]["after"])}
+        answers = rounds(feed, args.repeats if "changes" in steps and last else 0, lambda label, run, i: run(i))
+        if "changes" in steps and last:
+            results["changes"] = {label: statistics.median(a["seconds"] for a in runs) for label, runs in answers.items()}
+            report({"changes": results["changes"]}, {})
+
+        if "scan" in steps:
+            scan_step(bs, peers, args.repeats, results)
+        if "preview" in steps:
+            preview_step(bs, peers, args.repeats, results, extra)
+    finally:
+        peers.close()
+    print("\n######## all steps")
+    report(results, extra)
+    print(f"\nload average {os.getloadavg()[0]:.1f} at end")
+    if not args.keep:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def scan_step(bs, peers, repeats, results) -> None:
+    deletes = {"branchspark": bs.delete_percent()["seconds"]}
+    for kind in ("delta", "iceberg_mor"):
+        deletes[kind] = peers("delete_percent", kind=kind)["seconds"]
+    counts = {"branchspark": bs.count()["count"], **{k: peers("count", kind=k)["count"]
+                                                    for k in ("delta", "iceberg_mor")}}
+    if len(set(counts.values())) != 1:
+        raise SystemExit(f"the sides hold different rows after the deletes: {counts}")
+    scan = {"branchspark": lambda i: bs.full_scan(),
+            **{k: (lambda kk: lambda i: peers("full_scan", kind=kk))(k) for k in ("delta", "iceberg_mor")}}
+    answers = rounds(scan, repeats, lambda label, run, i: run(i))
+    results["scan"] = {label: statistics.median(a["seconds"] for a in runs) for label, runs in answers.items()}
+    sums = {label: tuple(runs[-1]["sum"]) for label, runs in answers.items()}
+    if len(set(sums.values())) != 1:
+        raise SystemExit(f"the sides read different rows after the deletes (hash sums): {sums}")
+    results["delete 1% (one run)"] = deletes
+    report({"scan": results["scan"], "delete 1% (one run)": deletes}, {})
+    print(f"rows after the deletes, every side: {counts['branchspark']:,}")
+
+
+def preview_step(bs, peers, repeats, results, extra) -> None:
+    preview = {"branchspark": lambda i: bs.preview(f"preview{i}"),
+               **{k: (lambda kk: lambda i: peers("preview", kind=kk, name=f"preview{i}"))(k)
+                  for k in ("delta_clone", "delta_rebuild", "iceberg_mor")}}
+    answers = rounds(preview, repeats, lambda label, run, i: run(i))
+    results["preview"] = {label: statistics.median(a["seconds"] for a in runs) for label, runs in answers.items()}
+    extra["preview bytes"] = {label: int(statistics.median(a["bytes"] for a in runs))
+                              for label, runs in answers.items()}
+    extra["preview bytes"]["branchspark catalog (SQLite pages)"] = int(statistics.median(
+        a["catalog bytes"] for a in answers["branchspark"]))
+    report({"preview": results["preview"]}, extra)
+
+
+def report(results: dict, extra: dict) -> None:
+    print(f"\n== branchspark / peers (median seconds; ratio = branchspark / peer; load average "
+          f"{os.getloadavg()[0]:.1f})", flush=True)
+    for step, times in results.items():
+        ours = times["branchspark"]
+        print(f"{step}: branchspark {ours:.3f} s")
+        for label, seconds in times.items():
+            if label == "branchspark":
+                continue
+            ratio = ours / seconds if seconds else float("inf")
+            target = TARGETS.get(step)
+            verdict = "" if target is None else f"  (target <= {target}x: {'ok' if ratio <= target else 'OVER'})"
+            print(f"  vs {label:<14} {seconds:9.3f} s   ratio {ratio:8.3f}x{verdict}")
+    for step, sizes in extra.items():
+        print(f"{step}: " + ", ".join(f"{label} {size:,} B" for label, size in sizes.items()))
+
+
+if __name__ == "__main__":
+    main()

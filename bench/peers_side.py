@@ -1,0 +1,163 @@
+"""The peers' side of bench/peers.py: Delta Lake and Apache Iceberg on Spark 4.1, in the peers' environment.
+
+Run by .venv-peers' Python (`make peers`), never imported by the project: it takes one JSON command per line
+on stdin and answers one JSON line on stdout ({"seconds": wall seconds of the timed part, ...}). Spark's
+own output goes to stderr. The table and the changes are generated exactly as bench/peers.py generates
+branchspark's (`rows`, `changes`), with the same Spark settings (given by the driver).
+
+Tables: Delta with deletion vectors and the change data feed on (`delta`), Iceberg format 2 copy-on-write
+(`iceberg_cow`) and merge-on-read (`iceberg_mor`) in a Hadoop catalog `ice`.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+KINDS = ("delta", "iceberg_cow", "iceberg_mor")
+# every column of every row, order-independent, no overflow under ANSI mode (Spark 4's default)
+ROW_HASH_SUM = ("count(*) AS n", "bit_xor(xxhash64(id, amount, customer)) AS h")
+
+
+def rows(spark, start: int, end: int):
+    from pyspark.sql import functions as F
+    return spark.range(start, end).select(
+        F.col("id"), (F.col("id") % 1000).cast("double").alias("amount"),
+        F.concat(F.lit("customer-"), (F.col("id") % 5000).cast("string")).alias("customer"))
+
+
+def changes(spark, total: int, changed: int, round_index: int):
+    """`changed` rows spread over the table, new amounts; a different set each round."""
+    from pyspark.sql import functions as F
+    step = max(total // changed, 1)
+    return spark.range(round_index + 1, total, step).limit(changed).select(
+        F.col("id"), ((F.col("id") % 1000) + 0.5 + round_index).cast("double").alias("amount"),
+        F.concat(F.lit("customer-"), (F.col("id") % 5000).cast("string")).alias("customer"))
+
+
+def dir_bytes(path: str) -> int:
+    total = 0
+    for root, _, names in os.walk(path):
+        for name in names:
+            try:
+                total += os.path.getsize(os.path.join(root, name))
+            except OSError:
+                pass
+    return total
+
+
+class Peers:
+    def __init__(self, root: str, jars: list[str], config: dict):
+        from pyspark.sql import SparkSession
+
+        builder = SparkSession.builder.config("spark.jars", ",".join(jars)).config(
+            "spark.sql.extensions",
+            "io.delta.sql.DeltaSparkSessionExtension,org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
+        ).config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog").config(
+            "spark.sql.catalog.ice", "org.apache.iceberg.spark.SparkCatalog").config(
+            "spark.sql.catalog.ice.type", "hadoop").config("spark.sql.catalog.ice.warehouse", f"{root}/iceberg")
+        for key, value in config.items():
+            builder = builder.config(key, value)
+        self.spark = builder.getOrCreate()
+        self.spark.sparkContext.setLogLevel("ERROR")
+        self.root = root
+        self.delta = f"{root}/delta/events"
+
+    def table(self, kind: str) -> str:
+        return f"delta.`{self.delta}`" if kind == "delta" else f"ice.bench.events_{kind.split('_')[1]}"
+
+    def scan(self, sql: str) -> None:
+        self.spark.sql(sql).write.format("noop").mode("overwrite").save()
+
+    # ---------------------------------------------------------------- commands
+    def setup(self, total: int) -> dict:
+        data = rows(self.spark, 0, total).repartition(4)
+        start = time.perf_counter()
+        (data.write.format("delta").option("delta.enableDeletionVectors", "true")
+         .option("delta.enableChangeDataFeed", "true").save(self.delta))
+        self.spark.sql("CREATE NAMESPACE IF NOT EXISTS ice.bench")
+        for mode in ("cow", "mor"):
+            write_mode = "copy-on-write" if mode == "cow" else "merge-on-read"
+            data.writeTo(f"ice.bench.events_{mode}").tableProperty("format-version", "2").tableProperty(
+                "write.merge.mode", write_mode).tableProperty("write.update.mode", write_mode).tableProperty(
+                "write.delete.mode", write_mode).create()
+        return {"seconds": time.perf_counter() - start}
+
+    def upsert(self, kind: str, total: int, changed: int, round_index: int) -> dict:
+        changes(self.spark, total, changed, round_index).createOrReplaceTempView("changes")
+        before = self._version(kind)
+        start = time.perf_counter()
+        self.spark.sql(f"MERGE INTO {self.table(kind)} t USING changes s ON t.id = s.id "
+                       f"WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")
+        seconds = time.perf_counter() - start
+        return {"seconds": seconds, "before": before, "after": self._version(kind)}
+
+    def _version(self, kind: str):
+        if kind == "delta":
+            return self.spark.sql(f"DESCRIBE HISTORY {self.table(kind)} LIMIT 1").collect()[0]["version"]
+        snapshots = self.spark.sql(f"SELECT snapshot_id FROM {self.table(kind)}.snapshots "
+                                   f"ORDER BY committed_at DESC LIMIT 1").collect()
+        return snapshots[0]["snapshot_id"]
+
+    def change_feed(self, kind: str, before, after) -> dict:
+        """The change rows of one commit (after), read in full."""
+        start = time.perf_counter()
+        if kind == "delta":
+            self.scan(f"SELECT * FROM table_changes_by_path('{self.delta}', {after}, {after})")
+        else:
+            self.spark.sql(f"CALL ice.system.create_changelog_view(table => 'bench.events_{kind.split('_')[1]}', "
+                           f"options => map('start-snapshot-id', '{before}', 'end-snapshot-id', '{after}'), "
+                           f"changelog_view => 'changelog')")
+            self.scan("SELECT * FROM changelog")
+        return {"seconds": time.perf_counter() - start}
+
+    def delete_percent(self, kind: str) -> dict:
+        start = time.perf_counter()
+        self.spark.sql(f"DELETE FROM {self.table(kind)} WHERE id % 100 = 42")
+        return {"seconds": time.perf_counter() - start}
+
+    def full_scan(self, kind: str) -> dict:
+        """Every column of every row, hashed and summed: Delta 4.4 refuses a noop write of a table with deletion
+        vectors ("Cannot work with a non-pinned table snapshot"), so every side scans this way; the sums
+        must agree across the sides."""
+        start = time.perf_counter()
+        total = list(self.spark.sql(f"SELECT {', '.join(ROW_HASH_SUM)} FROM {self.table(kind)}").collect()[0])
+        return {"seconds": time.perf_counter() - start, "sum": total}
+
+    def count(self, kind: str) -> dict:
+        return {"seconds": 0.0, "count": self.spark.sql(f"SELECT count(*) FROM {self.table(kind)}").collect()[0][0]}
+
+    def preview(self, kind: str, name: str) -> dict:
+        """A CI preview of the project's table: Delta shallow clone, Delta rebuild (CTAS), Iceberg branch."""
+        written_before = dir_bytes(self.root)
+        start = time.perf_counter()
+        if kind == "delta_clone":
+            self.spark.sql(f"CREATE TABLE delta.`{self.root}/delta/{kind}_{name}` SHALLOW CLONE {self.table('delta')}")
+        elif kind == "delta_rebuild":
+            self.spark.sql(f"CREATE TABLE delta.`{self.root}/delta/{kind}_{name}` USING delta AS "
+                           f"SELECT * FROM {self.table('delta')}")
+        else:
+            self.spark.sql(f"ALTER TABLE {self.table(kind)} CREATE BRANCH {name}")
+        seconds = time.perf_counter() - start
+        return {"seconds": seconds, "bytes": dir_bytes(self.root) - written_before}
+
+
+def main() -> None:
+    peers = None
+    for line in sys.stdin:
+        command = json.loads(line)
+        op, args = command.pop("op"), command
+        if op == "start":
+            peers = Peers(**args)
+            answer = {"seconds": 0.0, "spark": peers.spark.version}
+        else:
+            answer = getattr(peers, op)(**args)
+        sys.stdout.write(json.dumps(answer) + "\n")
+        sys.stdout.flush()
+    if peers is not None:
+        peers.spark.stop()
+
+
+if __name__ == "__main__":
+    main()
