@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pyarrow import fs as pafs
 from pyarrow import parquet as pq
 
+from . import object_store
+
 SEGMENT_COLUMN = "_bs_seg"
 SEQ_DIGITS = 16
 ICEBERG_DIR = "iceberg"
@@ -48,14 +50,15 @@ def seq_of_segment_name(name: str) -> int:
 
 
 def resolve_location(location: str) -> str:
-    """A warehouse location as every later call needs it: URIs as given, local paths (also `file:` ones)
-    absolute, relative ones taken from the working directory."""
+    """A warehouse location as every later call needs it: URIs as given (`s3://` as `s3a://`, the same place
+    through Hadoop's S3A), local paths (also `file:` ones) absolute, relative ones taken from the working
+    directory."""
     if location.startswith("file:"):
         path = location[len("file:"):]
         path = path[2:] if path.startswith("//") else path
         return location.rstrip("/") if path.startswith("/") else "file://" + os.path.abspath(path)
     if "://" in location:
-        return location.rstrip("/")
+        return object_store.spark_uri(location.rstrip("/"))
     return os.path.abspath(os.path.expanduser(location))
 
 
@@ -83,8 +86,7 @@ class Warehouse:
 
     # ----------------------------------------------------------- file system
     def _fs(self) -> tuple[pafs.FileSystem, str]:
-        filesystem, path = pafs.FileSystem.from_uri(self.root if "://" in self.root else "file://" + self.root)
-        return filesystem, path
+        return object_store.filesystem(self.root)
 
     def list_leaf_dirs(self, relative: str) -> list[str]:
         """Directories under `relative` that hold Parquet files, relative to the warehouse root."""
@@ -126,7 +128,9 @@ class Warehouse:
 
     def move_files(self, source: str, destination: str, suffix: str) -> list[str]:
         """Move the files of folder `source` whose names end with `suffix` into folder `destination` (made if
-        missing), keeping their names; returns the names. A rename where the file system has one."""
+        missing), keeping their names; returns the names. A rename where the file system has one, a copy
+        and a delete per file on object storage: before the commit that names them, so no reader depends
+        on it, and as many as the write's files (its changes), not the table's."""
         filesystem, base = self._fs()
         target = posixpath.join(base, destination)
         filesystem.create_dir(target, recursive=True)
