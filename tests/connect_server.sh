@@ -22,7 +22,7 @@ case "${1:-}" in
     if port_open; then echo "connect server: port $PORT already in use" >&2; exit 1; fi
     # branchspark's local file system (no chmod process per directory a write makes) when its jar is built,
     # the S3A connector and committers (fetched by make install) and the S3 endpoint of AWS_ENDPOINT_URL
-    mapfile -t LOCAL_FILES < <("$VENV/bin/python" -m dbt.adapters.branchspark.core.storage.object_store "local[2]")
+    mapfile -t LOCAL_FILES < <("$VENV/bin/python" -m dbt.adapters.branchspark.core.spark_session "local[2]")
     "$SPARK_HOME/sbin/start-connect-server.sh" \
       --master "local[2]" --driver-memory "${BRANCHSPARK_CONNECT_MEMORY:-3g}" \
       --conf spark.connect.grpc.binding.address=127.0.0.1 \

@@ -130,3 +130,16 @@ def quiet(session: SparkSession) -> None:
     """Only warnings and errors in the log; a Connect server's log level is the server's own."""
     if not is_connect(session):
         session.sparkContext.setLogLevel("ERROR")  # keep the command line's output readable
+
+
+def server_arguments(master: str) -> list[str]:
+    """spark-submit's `--conf` arguments for a Spark server on `master` that branchspark's sessions use (a
+    Connect server): our local file system on a local master, the S3A connector and committers when
+    installed, and the S3 settings of the AWS variables."""
+    settings = object_store.session_config(local_files.session_config({}, master))
+    return [argument for key, value in settings.items() for argument in ("--conf", f"{key}={value}")]
+
+
+if __name__ == "__main__":  # tests/connect_server.sh: one argument a line, for a server on MASTER
+    for argument in server_arguments(sys.argv[1]):
+        print(argument)

@@ -166,12 +166,6 @@ def session_config(config: dict) -> dict:
     return out
 
 
-def submit_arguments(config: dict | None = None) -> list[str]:
-    """spark-submit's `--conf` arguments for a server it starts (a Connect server, tests/connect_server.sh)."""
-    return [argument for key, value in session_config(dict(config or {})).items()
-            for argument in ("--conf", f"{key}={value}")]
-
-
 # ----------------------------------------------------------------- the Python side
 @functools.lru_cache(maxsize=16)
 def filesystem_for(scheme: str, bucket: str) -> pafs.FileSystem:
@@ -199,12 +193,3 @@ def filesystem(location: str) -> tuple[pafs.FileSystem, str]:
     if "://" not in location:
         return pafs.LocalFileSystem(), location
     return pafs.FileSystem.from_uri(location)
-
-
-if __name__ == "__main__":  # tests/connect_server.sh: one spark-submit argument a line, for a server on MASTER
-    import sys
-
-    from . import local_files  # our local file system's class path and these jars' share one setting
-
-    for argument in submit_arguments(local_files.session_config({}, sys.argv[1] if len(sys.argv) > 1 else None)):
-        print(argument)
