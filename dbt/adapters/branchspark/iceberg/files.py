@@ -50,7 +50,7 @@ def write_once(warehouse: Warehouse, relative: str, data: bytes) -> None:
         return
     fs, base = filesystem(warehouse)
     target = posixpath.join(base, relative)
-    if object_store.is_object_store(warehouse.root):
+    if warehouse.on_object_store:
         with fs.open_output_stream(target) as out:
             out.write(data)
         return

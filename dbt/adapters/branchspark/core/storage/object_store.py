@@ -18,12 +18,15 @@ from __future__ import annotations
 import functools
 import glob
 import os
+import re
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
 
 from pyarrow import fs as pafs
+
+from .. import errors
 
 S3_SCHEMES = ("s3a", "s3", "s3n")
 JARS_ENV = "BRANCHSPARK_S3_JARS"  # the folder of the S3A jars, when not the checkout's .jars/s3
@@ -193,3 +196,71 @@ def filesystem(location: str) -> tuple[pafs.FileSystem, str]:
     if "://" not in location:
         return pafs.LocalFileSystem(), location
     return pafs.FileSystem.from_uri(location)
+
+
+def client_properties(location: str, credentials: bool = False) -> dict[str, str]:
+    """Iceberg FileIO properties a reader of files at `location` needs (pyiceberg's and DuckDB's names):
+    the endpoint, region and path-style access on object storage, and the credentials only when asked
+    (`branchspark serve --vend-credentials`); nothing for a local warehouse."""
+    if not is_object_store(location):
+        return {}
+    s3 = settings()
+    out = {"s3.region": s3.region or "us-east-1"}
+    if s3.endpoint:
+        out["s3.endpoint"] = s3.endpoint
+    if s3.path_style:
+        out.update({"s3.path-style-access": "true", "s3.force-virtual-addressing": "false"})
+    if credentials and s3.access_key and s3.secret_key:
+        out.update({"s3.access-key-id": s3.access_key, "s3.secret-access-key": s3.secret_key})
+        if s3.session_token:
+            out["s3.session-token"] = s3.session_token
+    return out
+
+
+# ----------------------------------------------------------------- faults as one line
+_BUCKET_IN_TEXT = re.compile(r"(?:[Bb]ucket[ :'\"]+|s3a?://)([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])")
+_MISSING_BUCKET = ("NoSuchBucket", "NO_SUCH_BUCKET", "specified bucket does not exist", "does not exist", "not found. To create buckets")
+_DENIED = ("AccessDenied", "Access Denied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "403 Forbidden",
+           "ACCESS_DENIED", "status code: 403", "Status Code: 403", "InvalidClientTokenId")
+_DOWN = ("NETWORK_CONNECTION", "Connection refused", "ConnectException", "Could not connect",
+         "Unable to execute HTTP request", "connect timed out", "UnknownHostException", "ConnectTimeout")
+
+
+def storage_fault(text: str, bucket: str | None = None) -> errors.StorageUnavailable | None:
+    """StorageUnavailable for an S3 client's error text (pyarrow's or S3A's), naming the bucket and what to
+    do; None when the text is not a fault of the store. No secret is in it: only the endpoint and bucket."""
+    if not any(marker in text for group in (_MISSING_BUCKET, _DENIED, _DOWN) for marker in group):
+        return None
+    found = _BUCKET_IN_TEXT.search(text)
+    bucket = bucket or (found.group(1) if found else "?")
+    s3 = settings()
+    where = s3.shown()
+    if any(marker in text for marker in _DOWN):
+        return errors.StorageUnavailable(
+            f"object storage at {where} does not answer (bucket {bucket}): nothing was changed; start it or fix "
+            f"the endpoint (AWS_ENDPOINT_URL or spark_config fs.s3a.endpoint)")
+    if any(marker in text for marker in _DENIED):
+        return errors.StorageUnavailable(
+            f"object storage at {where} denied access to bucket {bucket}: nothing was changed; check the credentials "
+            f"(AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or spark_config fs.s3a.access.key/secret.key)")
+    if any(marker in text for marker in _MISSING_BUCKET if marker != "does not exist") or \
+            re.search(r"[Bb]ucket\s+\S+\s+does not exist", text):
+        return errors.StorageUnavailable(
+            f"bucket {bucket} does not exist at {where}: nothing was changed; create it, or fix the warehouse URI")
+    return None
+
+
+def guarded(method):
+    """A Warehouse file call whose store faults (OSError from pyarrow) become one line."""
+    @functools.wraps(method)
+    def call(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except FileNotFoundError:
+            raise
+        except OSError as exc:
+            fault = storage_fault(str(exc), bucket_of(self.root) if is_object_store(self.root) else None)
+            if fault is None:
+                raise
+            raise fault from None
+    return call
