@@ -138,6 +138,8 @@ SLOWEST_FIRST = [
     "tests/core/test_iceberg_serve.py",
     "tests/functional/test_interactive_merge_dbt.py",
     "tests/functional/test_dbt_on_postgres.py",
+    "tests/s3/test_dbt_s3.py",
+    "tests/s3/test_lakehouse_s3.py",
     "tests/core/test_changes_property.py",
 ]
 KEEP_CATALOGS_TOGETHER = {"tests/core/test_concurrency.py"}
