@@ -91,3 +91,46 @@ def test_endpoint_down_is_one_line_and_changes_nothing(tmp_path, bucket, monkeyp
     assert result.output.startswith("error: object storage at http://127.0.0.1:9 does not answer (bucket "), result.output
     assert "testing-secret" not in result.output
     assert keys(bucket) == []
+
+
+def test_wrong_credentials_are_one_line_and_change_nothing(tmp_path, monkeypatch):
+    """moto checks keys only when told (INITIAL_NO_AUTH_ACTION_COUNT): a server of its own that lets the
+    bucket be made, then refuses keys it never issued."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    import boto3
+
+    s3_url()
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen([str(Path(sys.executable).with_name("moto_server")), "-H", "127.0.0.1", "-p", str(port)],
+                              env={**os.environ, "INITIAL_NO_AUTH_ACTION_COUNT": "1"},
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        endpoint = f"http://127.0.0.1:{port}"
+        for _ in range(100):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        boto3.client("s3", endpoint_url=endpoint).create_bucket(Bucket="locked")
+        monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)
+        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wrong-secret-never-shown")
+        object_store.filesystem_for.cache_clear()
+        result = CliRunner().invoke(cli, ["--warehouse", "s3a://locked/lake", "--catalog",
+                                          f"sqlite:///{tmp_path}/catalog.db", "init"])
+        assert result.exit_code == 1 and result.output.count("\n") == 1, result.output
+        assert result.output.startswith(f"error: object storage at {endpoint} denied access to bucket locked"), \
+            result.output
+        assert "wrong-secret-never-shown" not in result.output and not (tmp_path / "catalog.db").exists()
+    finally:
+        object_store.filesystem_for.cache_clear()
+        server.terminate()
+        server.wait(timeout=30)
