@@ -134,3 +134,19 @@ def test_wrong_credentials_are_one_line_and_change_nothing(tmp_path, monkeypatch
         object_store.filesystem_for.cache_clear()
         server.terminate()
         server.wait(timeout=30)
+
+
+def test_profile_fields_become_s3a_settings_and_the_keys_stay_out_of_every_setting(monkeypatch):
+    from dbt.adapters.branchspark.adapter.credentials import BranchSparkCredentials
+
+    monkeypatch.delenv("AWS_SECRET_ACCESS_KEY", raising=False)
+    monkeypatch.delenv("AWS_ACCESS_KEY_ID", raising=False)
+    credentials = BranchSparkCredentials(schema="shop", s3_endpoint="http://127.0.0.1:9000", s3_path_style=True,
+                                         s3_access_key_id="id-51", s3_secret_access_key="profile-secret-51",
+                                         spark_config={"spark.hadoop.fs.s3a.endpoint.region": "eu-west-1"})
+    assert credentials.spark_config == {"spark.hadoop.fs.s3a.endpoint": "http://127.0.0.1:9000",
+                                        "spark.hadoop.fs.s3a.path.style.access": "true",
+                                        "spark.hadoop.fs.s3a.endpoint.region": "eu-west-1"}
+    assert object_store.settings(credentials.spark_config).secret_key == "profile-secret-51"
+    shown = repr(credentials) + repr(list(credentials.connection_info()))
+    assert "profile-secret-51" not in shown
