@@ -35,6 +35,7 @@ setup(
         "dbt.adapters.branchspark.core.catalog": ["migrations/*.py", "migrations/versions/*.py", "alembic.ini"],
         # the jar is compiled at build or install (storage/jvm_build.py), never at run time
         "dbt.adapters.branchspark.core.storage": ["jvm/*.java", "jvm/*.jar"],
+        "dbt.adapters.branchspark.ui": ["templates/*.html"],  # branchspark ui's pages
     },
     install_requires=[
         "pyspark[connect]>=4.0,<5",
@@ -54,11 +55,14 @@ setup(
         "httptools>=0.6",  # uvicorn parses HTTP with it when installed: about 0.5 ms less per request than h11
         "pyiceberg>=0.12,<0.13",
         "sqlglot>=30,<31",  # a served view's SQL in Trino's and DuckDB's dialects
+        "jinja2>=3.1",  # branchspark ui's server-rendered pages (already there through dbt-core)
     ],
     extras_require={
         "test": ["dbt-tests-adapter>=1.20,<1.21", "pytest>=8,<10", "hypothesis>=6", "pytest-xdist>=3",
                  # Iceberg clients the serve tests read through (extensions load from the packages' files)
                  "duckdb>=1.5,<1.6", "duckdb-extension-iceberg", "duckdb-extension-avro", "duckdb-extension-httpfs",
+                 # branchspark ui's browser tests drive Debian's chromium (Playwright's own download is not used)
+                 "playwright>=1.50,<2",
                  # an S3-compatible server on 127.0.0.1 for the object-storage tests and bench (issue 51), and
                  # boto3 (which it brings) to make their buckets
                  "moto[server]>=5,<6"],

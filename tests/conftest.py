@@ -134,6 +134,7 @@ SLOWEST_FIRST = [
     "tests/functional/test_ci_previews.py",
     "tests/model/test_found_cases.py",
     "tests/functional/test_changes_dbt.py",
+    "tests/ui/test_ui.py",  # one catalog, one app and one browser (issue 54)
     "tests/core/test_command_output.py",
     "tests/core/test_iceberg_serve.py",
     "tests/functional/test_interactive_merge_dbt.py",

@@ -11,6 +11,12 @@ cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
 export PYSPARK_PYTHON=${PYSPARK_PYTHON:-$PWD/$PY}
 
+# The browser tests of `branchspark ui` drive Debian's chromium (tests/ui/test_ui.py): installed here when missing
+# and apt can (as root), as .ci/run does; without it they skip locally (and fail under CI=true), saying why.
+if [ ! -x /usr/bin/chromium ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null
+fi
+
 stop=()
 cleanup() { for cmd in "${stop[@]}"; do $cmd || true; done; }
 trap cleanup EXIT

@@ -6,6 +6,8 @@ import sys
 from importlib.metadata import version
 from pathlib import Path
 
+import pytest
+
 from dbt.adapters.branchspark.__version__ import version as adapter_version
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,6 +49,7 @@ def test_command_line_output_has_no_progress_bars(tmp_path):
     assert PROGRESS_MARK not in run_probe(tmp_path, ask=False)
 
 
+@pytest.mark.long_only  # a JVM of its own; the probe's stage is slow by design (tests/depth.py)
 def test_progress_bars_show_when_the_config_asks(tmp_path):
     """The control: the same work with spark.ui.showConsoleProgress=true draws bars."""
     assert PROGRESS_MARK in run_probe(tmp_path, ask=True)

@@ -23,7 +23,8 @@ LAYERS = {
     "engine": {"engine", "core"},
     "iceberg": {"iceberg", "core"},
     "adapter": {"adapter", "engine", "core"},
-    "cli": {"cli", "engine", "iceberg", "core"},
+    "ui": {"ui", "iceberg", "core"},  # the web view (issue 54), on the Iceberg server's app
+    "cli": {"cli", "engine", "iceberg", "ui", "core"},
     "top": {"top", "adapter", "core"},  # the plugin hook and the public paths README documents
 }
 # Imports inside a function, and why each cannot stand at the top of its module. None in the core dodges a

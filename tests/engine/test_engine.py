@@ -269,6 +269,7 @@ def test_ctrl_c_of_dbt_run_lands_nothing_and_engine_serves_the_next_run(engine_e
     assert "shop.slow" not in {t.full_name for t in Lakehouse(None, str(tmp_path / "wh_c")).snapshot("main").tables()}
 
 
+@pytest.mark.long_only  # another way an engine is replaced: make test kills one (below)
 def test_version_mismatch_restarts_the_engine(engine_env):
     home = home_of(engine_env)
     old = home.read()
@@ -281,6 +282,7 @@ def test_version_mismatch_restarts_the_engine(engine_env):
     assert new.identity["pyspark"] != "3.5.0"
 
 
+@pytest.mark.long_only  # another way an engine is replaced: make test kills one (below)
 def test_hung_engine_is_replaced(engine_env):
     old = home_of(engine_env).read()
     os.kill(old.pid, signal.SIGSTOP)  # listening, never answering

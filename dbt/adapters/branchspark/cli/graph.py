@@ -9,32 +9,11 @@ c stands at position 2c; while moving left it passes through the positions betwe
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
+
+from ..core.catalog.history import graph_order  # noqa: F401 (log_cmd and the tests take it from here)
 
 EMPTY = -1
-
-
-def graph_order(commits: Sequence, parents_of) -> list:
-    """`commits` (newest first) in git's topological order for a graph: a commit comes after all its
-    children; from a merge, the last-named parent's line comes first (git's LIFO walk)."""
-    ids = {c.id for c in commits}
-    children = {c.id: 0 for c in commits}
-    for commit in commits:
-        for parent in parents_of(commit):
-            if parent in ids:
-                children[parent] += 1
-    by_id = {c.id: c for c in commits}
-    stack = [c for c in reversed(commits) if children[c.id] == 0]
-    ordered = []
-    while stack:
-        commit = stack.pop()
-        ordered.append(commit)
-        for parent in parents_of(commit):
-            if parent in ids:
-                children[parent] -= 1
-                if children[parent] == 0:
-                    stack.append(by_id[parent])
-    return ordered
 
 
 class GraphDrawer:

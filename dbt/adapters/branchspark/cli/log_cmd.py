@@ -10,6 +10,7 @@ from rich.markup import escape
 from rich.text import Text
 
 from ..core.catalog.commits import CommitInfo
+from ..core.catalog.history import history_commits
 from .graph import GraphDrawer, graph_order
 from .output import console
 
@@ -41,7 +42,7 @@ def log(obj, ref, graph, all_branches, first_parent, nodes, limit):
     branches = lakehouse.list_branches()
     heads = [b.head for b in branches] if all_branches else [lakehouse.resolve(ref).id]
     follow_first = first_parent or not (graph or all_branches)
-    commits = _history(store, heads, follow_first)
+    commits = history_commits(store, heads, follow_first)
     ids = {c.id for c in commits}
 
     def parents_of(commit: CommitInfo) -> tuple[str, ...]:
@@ -68,20 +69,6 @@ def log(obj, ref, graph, all_branches, first_parent, nodes, limit):
             for merged in _merged_in(store, commit):
                 console.print(f"{lane}    [cyan]{merged.short_id}[/cyan] {escape(merged.message or '')}",
                               highlight=False)
-
-
-def _history(store, heads: list[str], first_parent: bool) -> list[CommitInfo]:
-    """Commits reachable from `heads` (by first parents only, if asked), newest first."""
-    if not first_parent:
-        found = store.commits(store.reachable_commits(heads))  # one scan of the commit graph
-        return sorted(found.values(), key=lambda c: c.seq, reverse=True)
-    chains: dict[str, CommitInfo] = {}
-    for head in dict.fromkeys(heads):
-        for commit in store.first_parents(head):
-            if commit.id in chains:
-                break  # the rest of this chain is listed already
-            chains[commit.id] = commit
-    return sorted(chains.values(), key=lambda c: c.seq, reverse=True)
 
 
 def _merged_in(store, merge: CommitInfo) -> list[CommitInfo]:

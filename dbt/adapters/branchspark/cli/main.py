@@ -25,6 +25,7 @@ from .output import console
 from .serve_cmd import serve
 from .session import command_session
 from .sql_cmd import sql
+from .ui_cmd import ui
 
 
 class Context:
@@ -202,6 +203,7 @@ cli.add_command(abort)
 cli.add_command(serve)
 cli.add_command(engine)
 cli.add_command(sql)
+cli.add_command(ui)
 
 
 if __name__ == "__main__":

@@ -9,18 +9,27 @@ import uvicorn
 from ..core import errors
 from ..iceberg.routes import create_app
 from ..iceberg.service import CatalogService
+from ..ui.access import new_token
+from ..ui.app import create_app as create_ui_app
 from .output import console
 
 _LOOPBACK_NAMES = ("localhost",)
 
 
-def _is_loopback(host: str) -> bool:
+def is_loopback(host: str) -> bool:
     if host in _LOOPBACK_NAMES:
         return True
     try:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def refuse_open_bind(host: str, token: str | None) -> None:
+    if not is_loopback(host) and not token:
+        raise errors.InvalidArgument(f"--host {host} would let other machines read every branch: give --token "
+                                     f"(or BRANCHSPARK_SERVE_TOKEN) so that each request must carry it, or serve on "
+                                     f"127.0.0.1")
 
 
 @click.command()
@@ -31,17 +40,31 @@ def _is_loopback(host: str) -> bool:
 @click.option("--vend-credentials", is_flag=True, envvar="BRANCHSPARK_SERVE_VEND_CREDENTIALS", default=False,
               help="Hand clients the object store's credentials with its endpoint (s3.access-key-id, ...), in the "
                    "config and loadTable answers; without it they bring their own.")
+@click.option("--ui", "with_ui", is_flag=True, help="Also serve the web view (`branchspark ui`) at /.")
 @click.pass_obj
-def serve(obj, host, port, token, vend_credentials):
+def serve(obj, host, port, token, vend_credentials, with_ui):
     """Serve the branches read-only as an Apache Iceberg REST catalog at http://HOST:PORT/iceberg.
 
     A client's `warehouse` picks the branch: main, dev, dev@<commit id> or dev@<ISO time>. Namespaces are
     databases, with their tables and views."""
-    if not _is_loopback(host) and not token:
-        raise errors.InvalidArgument(f"--host {host} would let other machines read every branch: give --token "
-                                     f"(or BRANCHSPARK_SERVE_TOKEN) so that each request must carry it, or serve on "
-                                     f"127.0.0.1")
+    refuse_open_bind(host, token)
+    if with_ui:
+        return serve_ui(obj.lakehouse, host, port, token)
     app = create_app(CatalogService(obj.lakehouse, vend_credentials), token)
     console.print(f"serving the branches read-only as an Iceberg REST catalog at http://{host}:{port}/iceberg "
                   f"(warehouse = branch){' with a bearer token' if token else ''}")
+    uvicorn.run(app, host=host, port=port, log_level="warning")
+
+
+def serve_ui(lakehouse, host: str, port: int, token: str | None) -> None:
+    """The web view and the Iceberg catalog on one app (ui/app.py); a token is made when none is given, for
+    the write actions, and printed here once (no page shows it)."""
+    refuse_open_bind(host, token)
+    given = bool(token)
+    token = token or new_token()
+    app = create_ui_app(lakehouse, token, reads_need_token=given)
+    shown = "http://127.0.0.1" if host in ("0.0.0.0", "::") else f"http://{host}"
+    console.print(f"branchspark ui at {shown}:{port}/ (Iceberg REST catalog at /iceberg); write actions need the "
+                  f"token{' given' if given else ''}: sign in at {shown}:{port}/login"
+                  + ("" if given else f" or open {shown}:{port}/?token={token}"), soft_wrap=True)
     uvicorn.run(app, host=host, port=port, log_level="warning")

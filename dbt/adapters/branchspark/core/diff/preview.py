@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 from .. import errors
 from ..merge.base import merge_base
 from ..merge.merger import ThreeWayMerge
-from ..merge.report import Conflict, MergeResult
+from ..merge.report import Conflict, MergeResult, Outcome
 from ..storage.reader import quote
 from ..context import WriteContext
 
@@ -32,6 +32,7 @@ class MergePreview:
     conflicts: list[Conflict] = field(default_factory=list)
     conflicting_keys: dict[str, DataFrame] = field(default_factory=dict)  # keyed table -> keys + CONFLICT_RULE
     note: str = ""
+    outcomes: list[Outcome] = field(default_factory=list)  # what the merge would do per object (the planner's)
 
     def for_table(self, name: str) -> list[Conflict]:
         return [c for c in self.conflicts if c.object_name.lower() == name.lower()]
@@ -68,4 +69,5 @@ def preview_merge(lakehouse: WriteContext, src: str, dest: str, wanted_names: se
         conflicts = [c for c in conflicts if c.object_name.lower() in wanted_names]
         keys = {k: v for k, v in keys.items() if k in wanted_names}
     return MergePreview(src, dest, "conflicts" if conflicts else "clean", conflicts,
-                        {k: v for k, v in keys.items() if any(c.object_name.lower() == k for c in conflicts)})
+                        {k: v for k, v in keys.items() if any(c.object_name.lower() == k for c in conflicts)},
+                        outcomes=result.outcomes)

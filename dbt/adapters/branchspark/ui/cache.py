@@ -1,0 +1,29 @@
+"""Pages' data kept per the commits it was read from: a commit never changes, so what a compare, a commit's
+row counts, a table at a commit or a merge preview found for given commit ids stays true. Branch names are
+resolved to their heads on every request first, so a moved branch is a new key, never a stale page."""
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+
+_LIMIT = 256
+
+
+class ByCommits:
+    def __init__(self, limit: int = _LIMIT):
+        self._found: OrderedDict[tuple, object] = OrderedDict()
+        self._limit = limit
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple, compute: Callable[[], object]):
+        with self._lock:
+            if key in self._found:
+                self._found.move_to_end(key)
+                return self._found[key]
+        value = compute()  # outside the lock: two first requests may both compute; the results are equal
+        with self._lock:
+            self._found[key] = value
+            while len(self._found) > self._limit:
+                self._found.popitem(last=False)
+        return value
