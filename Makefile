@@ -18,9 +18,19 @@ JAR_STAMP := $(JVM_DIR)/.built
 $(JAR_STAMP): $(VENV)/.installed $(wildcard $(JVM_DIR)/*.java)
 	$(PY) -m dbt.adapters.branchspark.core.storage.jvm_build && touch $@ || true
 
+# The S3A connector (hadoop-aws at pyspark's Hadoop, the AWS SDK modules it calls) and Spark's cloud committers,
+# for a warehouse on s3a:// (docs/deploy.md): resolved by Maven from jars/s3/pom.xml into .jars/s3 at install,
+# never at run time; core/storage/object_store.py adds them to every session's spark.jars. About 14 MB.
+S3_JARS := .jars/s3/.fetched
+$(S3_JARS): jars/s3/pom.xml
+	rm -rf .jars/s3
+	mvn -q -B -f jars/s3/pom.xml dependency:copy-dependencies -DincludeScope=runtime \
+	  -DoutputDirectory="$(abspath .jars/s3)"
+	touch $@
+
 # dbt --version lists only adapters found under site-packages/dbt/adapters, where an editable install
 # puts nothing (dbt-core issue 8504): a link there makes it list branchspark under Plugins.
-install: $(VENV)/.installed $(JAR_STAMP)
+install: $(VENV)/.installed $(JAR_STAMP) $(S3_JARS)
 	@ln -sfn "$(abspath dbt/adapters/branchspark)" \
 	  "$$($(PY) -c 'import dbt.adapters; print(dbt.adapters.__path__[0])')/branchspark"
 

@@ -62,7 +62,10 @@ setup(
                  # Iceberg clients the serve tests read through (extensions load from the packages' files)
                  "duckdb>=1.5,<1.6", "duckdb-extension-iceberg", "duckdb-extension-avro", "duckdb-extension-httpfs",
                  # branchspark ui's browser tests drive Debian's chromium (Playwright's own download is not used)
-                 "playwright>=1.50,<2"],
+                 "playwright>=1.50,<2",
+                 # an S3-compatible server on 127.0.0.1 for the object-storage tests and bench (issue 51), and
+                 # boto3 (which it brings) to make their buckets
+                 "moto[server]>=5,<6"],
         # bench/dbt_cli.py: dbt-duckdb on a copy of the sample project, the floor of dbt's own overhead
         "bench": ["dbt-duckdb>=1.11,<1.12"],
     },

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # branchspark demo: build the sample project on branch `dev`, then show that `main` is untouched.
 #   pip install -e .   (from the repository root), then:   sample_project/run_demo.sh
+# On object storage (docs/deploy.md): BRANCHSPARK_DEMO_WAREHOUSE=s3a://bucket/demo with a catalog URL in
+# BRANCHSPARK_CATALOG_URL and the AWS variables (AWS_ENDPOINT_URL for an S3-compatible server) set.
 set -euo pipefail
 cd "$(dirname "$0")"
 

@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 VENV=${VENV:-$ROOT/.venv}
 PORT=${BRANCHSPARK_CONNECT_PORT:-15002}
+MASTER=${BRANCHSPARK_CONNECT_MASTER:-local[2]}  # tests/spark_cluster.sh: a standalone master
 STATE=$ROOT/.connect-server/$PORT
 export SPARK_HOME
 SPARK_HOME=$("$VENV/bin/python" -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')
@@ -20,10 +21,11 @@ case "${1:-}" in
   start)
     mkdir -p "$STATE"
     if port_open; then echo "connect server: port $PORT already in use" >&2; exit 1; fi
-    # branchspark's local file system (no chmod process per directory a write makes) when its jar is built
-    mapfile -t LOCAL_FILES < <("$VENV/bin/python" -m dbt.adapters.branchspark.core.storage.local_files "local[2]")
+    # branchspark's local file system (no chmod process per directory a write makes) when its jar is built,
+    # the S3A connector and committers (fetched by make install) and the S3 endpoint of AWS_ENDPOINT_URL
+    mapfile -t LOCAL_FILES < <("$VENV/bin/python" -m dbt.adapters.branchspark.core.spark_session "$MASTER")
     "$SPARK_HOME/sbin/start-connect-server.sh" \
-      --master "local[2]" --driver-memory "${BRANCHSPARK_CONNECT_MEMORY:-3g}" \
+      --master "$MASTER" --driver-memory "${BRANCHSPARK_CONNECT_MEMORY:-3g}" \
       --conf spark.connect.grpc.binding.address=127.0.0.1 \
       --conf spark.connect.grpc.binding.port="$PORT" \
       --conf spark.sql.catalogImplementation=in-memory \

@@ -24,6 +24,13 @@ if [ -z "${BRANCHSPARK_TEST_PG_URL:-}" ]; then
   BRANCHSPARK_TEST_PG_URL=$(tests/pg_server.sh start)
   stop+=("tests/pg_server.sh stop")
 fi
+# The S3-compatible server (moto) of the object-storage tests (issue 51); tests/conftest.py sets the four AWS
+# variables from it for every session the tests build.
+if [ -z "${BRANCHSPARK_TEST_S3_URL:-}" ]; then
+  BRANCHSPARK_TEST_S3_URL=$(tests/moto_server.sh start)
+  stop+=("tests/moto_server.sh stop")
+fi
+export BRANCHSPARK_TEST_S3_URL
 if [ -z "${BRANCHSPARK_TEST_CONNECT_URL:-}" ]; then
   tests/connect_server.sh start
   stop+=("tests/connect_server.sh stop")

@@ -24,7 +24,7 @@ from dbt.adapters.branchspark.core.catalog.url import redact_text
 from dbt.adapters.branchspark.adapter.credentials import LOCAL_METHOD, BranchSparkCredentials
 from dbt.adapters.branchspark.engine import client as engine_client
 from dbt.adapters.branchspark.adapter.run_landing import session_branch
-from dbt.adapters.branchspark.core.spark_errors import unreadable_file
+from dbt.adapters.branchspark.core.spark_errors import storage_error
 from dbt.adapters.branchspark.core.spark_session import spark_session
 from dbt.adapters.branchspark.core.sql.results import RoutedResult
 from dbt.adapters.branchspark.core.sql.router import StatementRouter
@@ -279,7 +279,7 @@ def error_line(exc: BaseException) -> str:
         return f"{report_text(exc.report)}\n{redact_text(str(exc))}"
     if isinstance(exc, BranchsparkError):
         return redact_text(str(exc))
-    damaged = unreadable_file(exc)
+    damaged = storage_error(exc)
     if damaged is not None:
         return str(damaged)
     text = str(exc)

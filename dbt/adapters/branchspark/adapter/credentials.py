@@ -37,6 +37,14 @@ class BranchSparkCredentials(SparkCredentials):
     # branch merged in as one commit when everything succeeded; `per_model` commits each model straight
     # onto the branch (partial results stay). See docs/runs.md.
     landing: str = "run"
+    # A warehouse on S3 (docs/deploy.md), where the AWS variables do not say it: the endpoint, region and path
+    # style become Hadoop's fs.s3a.* keys in spark_config (a key given there wins); the keys become the AWS
+    # variables of this process, which S3A and pyarrow read, so that no setting (nor `dbt debug`) holds them.
+    s3_endpoint: Optional[str] = None
+    s3_region: Optional[str] = None
+    s3_path_style: Optional[bool] = None
+    s3_access_key_id: Optional[str] = field(default=None, repr=False)
+    s3_secret_access_key: Optional[str] = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if self.schema is None:
@@ -64,7 +72,7 @@ class BranchSparkCredentials(SparkCredentials):
         self.method = method
         if not self.branch:
             raise DbtRuntimeError("branch: must name a catalog branch (e.g. main)")
-        self.spark_config = {str(k): str(v) for k, v in (self.spark_config or {}).items()}
+        self.spark_config = {**self._s3_settings(), **{str(k): str(v) for k, v in (self.spark_config or {}).items()}}
         if isinstance(self.protected_branches, str):
             self.protected_branches = [self.protected_branches]
         self.protected_branches = [str(b) for b in (self.protected_branches or [])]
@@ -73,6 +81,14 @@ class BranchSparkCredentials(SparkCredentials):
             raise DbtRuntimeError(f"landing: {self.landing}: use `run` (the whole invocation lands as one commit, "
                                   f"or nothing does) or `per_model` (each model commits on the branch)")
         self.server_side_parameters = {str(k): str(v) for k, v in self.server_side_parameters.items()}
+
+    def _s3_settings(self) -> Dict[str, str]:
+        if self.s3_access_key_id and self.s3_secret_access_key:
+            os.environ["AWS_ACCESS_KEY_ID"] = str(self.s3_access_key_id)
+            os.environ["AWS_SECRET_ACCESS_KEY"] = str(self.s3_secret_access_key)
+        fields = {"fs.s3a.endpoint": self.s3_endpoint, "fs.s3a.endpoint.region": self.s3_region,
+                  "fs.s3a.path.style.access": None if self.s3_path_style is None else str(bool(self.s3_path_style)).lower()}
+        return {f"spark.hadoop.{key}": str(value) for key, value in fields.items() if value not in (None, "")}
 
     @property
     def type(self) -> str:

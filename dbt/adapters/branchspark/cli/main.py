@@ -15,7 +15,7 @@ from ..core import errors
 from ..core.catalog.url import redact_text, redact_url
 from ..core.lakehouse import Lakehouse
 from ..core.operations import ObjectKind
-from ..core.spark_errors import unreadable_file
+from ..core.spark_errors import storage_error
 from .changes_cmd import changes
 from .diff_cmd import diff
 from .engine_cmd import engine
@@ -50,9 +50,9 @@ class BranchsparkGroup(click.Group):
         except errors.BranchsparkError as exc:
             click.echo(f"error: {redact_text(str(exc))}")  # plain: one line, never wrapped
             sys.exit(1)
-        except Exception as exc:  # Spark failing on a data file (show counts rows): one line too
+        except Exception as exc:  # Spark failing on a data file or the store (show counts rows): one line too
             lakehouse = getattr(ctx.obj, "_lakehouse", None)
-            damaged = unreadable_file(exc, lakehouse.store.table_name if lakehouse else None)
+            damaged = storage_error(exc, lakehouse.store.table_name if lakehouse else None)
             if damaged is None:
                 raise
             click.echo(f"error: {damaged}")

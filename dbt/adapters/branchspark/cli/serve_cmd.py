@@ -37,9 +37,12 @@ def refuse_open_bind(host: str, token: str | None) -> None:
 @click.option("--port", default=8181, show_default=True, type=int, help="Port to listen on.")
 @click.option("--token", envvar="BRANCHSPARK_SERVE_TOKEN", default=None,
               help="Bearer token every request must carry (required for a non-loopback --host).")
+@click.option("--vend-credentials", is_flag=True, envvar="BRANCHSPARK_SERVE_VEND_CREDENTIALS", default=False,
+              help="Hand clients the object store's credentials with its endpoint (s3.access-key-id, ...), in the "
+                   "config and loadTable answers; without it they bring their own.")
 @click.option("--ui", "with_ui", is_flag=True, help="Also serve the web view (`branchspark ui`) at /.")
 @click.pass_obj
-def serve(obj, host, port, token, with_ui):
+def serve(obj, host, port, token, vend_credentials, with_ui):
     """Serve the branches read-only as an Apache Iceberg REST catalog at http://HOST:PORT/iceberg.
 
     A client's `warehouse` picks the branch: main, dev, dev@<commit id> or dev@<ISO time>. Namespaces are
@@ -47,7 +50,7 @@ def serve(obj, host, port, token, with_ui):
     refuse_open_bind(host, token)
     if with_ui:
         return serve_ui(obj.lakehouse, host, port, token)
-    app = create_app(CatalogService(obj.lakehouse), token)
+    app = create_app(CatalogService(obj.lakehouse, vend_credentials), token)
     console.print(f"serving the branches read-only as an Iceberg REST catalog at http://{host}:{port}/iceberg "
                   f"(warehouse = branch){' with a bearer token' if token else ''}")
     uvicorn.run(app, host=host, port=port, log_level="warning")

@@ -22,7 +22,7 @@ from ..core.catalog.url import redact_text
 from ..core.sql.branch_statements import merge_frame
 from ..core.sql.results import RoutedResult
 from ..core.sql.session import SqlSession, statements
-from ..core.spark_errors import first_line, unreadable_file
+from ..core.spark_errors import first_line, storage_error
 from ..core.sql_text import COMMENT, SPACE, tokens
 from .output import console
 
@@ -80,7 +80,7 @@ def run_statement(session: SqlSession, statement: str, printer: "ResultPrinter")
 def error_line(exc: Exception, session: SqlSession) -> str:
     if isinstance(exc, errors.BranchsparkError):
         return redact_text(str(exc))
-    damaged = unreadable_file(exc, session.lakehouse.store.table_name)
+    damaged = storage_error(exc, session.lakehouse.store.table_name)
     if damaged is not None:
         return str(damaged)
     if isinstance(exc, PySparkException):

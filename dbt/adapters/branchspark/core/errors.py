@@ -129,3 +129,8 @@ class CatalogVersionMismatch(BranchsparkError):
 
 class DataFileUnreadable(BranchsparkError):
     """A Parquet file of a segment or tombstone is missing or damaged."""
+
+
+class StorageUnavailable(BranchsparkError):
+    """The warehouse's storage refused or failed a request: a missing bucket, denied credentials, an endpoint
+    that does not answer (object storage, docs/deploy.md). Nothing was changed."""

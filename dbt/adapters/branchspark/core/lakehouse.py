@@ -32,7 +32,7 @@ from .commit_replay import is_hidden_branch, land_on_moved_head
 from .merge import interactive
 from .merge.strategies import merge_branch
 from .operations import ObjectKind, Op
-from .spark_errors import unreadable_file
+from .spark_errors import storage_error
 from .spark_session import local_session
 from .sql.session import SqlSession
 from .storage.layout import SEGMENT_COLUMN, Warehouse, metadata_roots
@@ -137,7 +137,7 @@ class Snapshot:
         try:
             return self.reader.read(state, with_row_ids=with_row_ids)
         except PySparkException as exc:
-            raise unreadable_file(exc, self.lakehouse.store.table_name) or exc from None
+            raise storage_error(exc, self.lakehouse.store.table_name) or exc from None
 
     def _register_relations(self, sql: str, seen: set[str]) -> None:
         """The relations a view's SQL names as session temp views of this commit, so the view reads in any

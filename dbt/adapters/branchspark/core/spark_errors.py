@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable
 
 from . import errors
+from .storage import object_store
 
 # tables/<table id>/data/_bs_seg=.../part-*.parquet, or a tombstone's file, inside any Spark path text
 _DATA_FILE = re.compile(r"tables/([0-9a-f]{32})/(?:data|tombstones)/[^\s'\"`]*?\.parquet")
@@ -48,3 +49,10 @@ def unreadable_file(exc: BaseException, table_name: Callable[[str], str | None] 
     return errors.DataFileUnreadable(
         f"data file {found.group(0)}{table} {state}: nothing was changed; restore that file from a backup, or "
         f"restore the table to a commit that does not use it (`branchspark log`, restore_table)")
+
+
+def storage_error(exc: BaseException, table_name: Callable[[str], str | None] | None = None
+                  ) -> errors.BranchsparkError | None:
+    """The one-line error of Spark failing on the warehouse's storage: a data file missing or damaged
+    (DataFileUnreadable), or the store itself (StorageUnavailable); None when `exc` is neither."""
+    return unreadable_file(exc, table_name) or object_store.storage_fault(str(exc))

@@ -21,7 +21,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql.connect.shell import PROGRESS_BAR_ENABLED
 
 from .connect import is_connect
-from .storage import deletion_vectors, local_files
+from .storage import deletion_vectors, local_files, object_store
 
 # No Hive: branchspark never writes to Spark's catalog, which only holds temp views.
 DEFAULTS = {
@@ -51,6 +51,7 @@ def spark_session(config: dict | None = None, remote: str | None = None, master:
     Without either, an active session of any kind is reused (a Connect client process stays one), else an
     in-process session is built on `master` (default $BRANCHSPARK_SPARK_MASTER or local[*])."""
     config = {key: str(value) for key, value in (config or {}).items()}
+    object_store.remember(config)  # the Python side opens the warehouse with the same fs.s3a.* settings
     if remote is None and master is None:
         remote = os.environ.get("SPARK_REMOTE") or None
     with _build_lock:
@@ -86,6 +87,8 @@ def _in_process(master: str | None, config: dict[str, str]) -> SparkSession:
     # expression (an existing session keeps what it has, and the reader registers a UDF instead), and a
     # local master's writes set permissions without a chmod process each (storage/local_files.py).
     settings = local_files.session_config(deletion_vectors.session_config(settings), settings["spark.master"])
+    # the S3A connector and committers when installed (object_store.py): a warehouse may be on s3a://
+    settings = object_store.session_config(settings)
     builder = SparkSession.builder
     for key, value in settings.items():
         builder = builder.config(key, str(value))
@@ -127,3 +130,16 @@ def quiet(session: SparkSession) -> None:
     """Only warnings and errors in the log; a Connect server's log level is the server's own."""
     if not is_connect(session):
         session.sparkContext.setLogLevel("ERROR")  # keep the command line's output readable
+
+
+def server_arguments(master: str) -> list[str]:
+    """spark-submit's `--conf` arguments for a Spark server on `master` that branchspark's sessions use (a
+    Connect server): our local file system on a local master, the S3A connector and committers when
+    installed, and the S3 settings of the AWS variables."""
+    settings = object_store.session_config(local_files.session_config({}, master))
+    return [argument for key, value in settings.items() for argument in ("--conf", f"{key}={value}")]
+
+
+if __name__ == "__main__":  # tests/connect_server.sh: one argument a line, for a server on MASTER
+    for argument in server_arguments(sys.argv[1]):
+        print(argument)

@@ -17,6 +17,7 @@ from typing import Any
 from pyspark.sql import DataFrame
 
 from . import errors
+from .spark_errors import storage_error
 from .catalog.commits import CommitInfo, OpInfo, default_message
 from .catalog.schema import Column, Schema
 from .catalog.state import TableInfo, TableState
@@ -91,6 +92,12 @@ class Transaction(SchemaWrites, RowWrites):
     def __exit__(self, exc_type, exc, tb) -> None:
         if exc_type is None and not self._done:
             self.commit()
+        elif exc is not None and not isinstance(exc, errors.BranchsparkError):
+            # a write failing on the storage (a missing bucket, denied, the endpoint down): one line; the
+            # catalog did not move, so nothing was changed
+            fault = storage_error(exc, self.lakehouse.store.table_name)
+            if fault is not None:
+                raise fault from None
 
     def commit(self) -> CommitInfo | None:
         if self._done:

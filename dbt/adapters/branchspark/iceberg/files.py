@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from pyarrow import fs as pafs
 
 # Where the metadata lives is the warehouse's layout (the core's gc keeps it): core/storage/layout.py.
+from ..core.storage import object_store
 from ..core.storage.layout import ICEBERG_DIR, Warehouse, metadata_roots, version_dir  # noqa: F401
 
 
@@ -28,12 +29,13 @@ def content_name(prefix: str, parts: Iterable, ext: str) -> str:
 
 
 def absolute(warehouse: Warehouse, relative: str) -> str:
-    """The location a client reads: a local path stays a path, a URI stays a URI."""
-    return warehouse.uri(relative)
+    """The location a client reads: a local path stays a path, a URI stays a URI (`s3a://` as `s3://`,
+    the scheme pyiceberg, DuckDB and Trino know)."""
+    return object_store.reader_uri(warehouse.uri(relative))
 
 
 def filesystem(warehouse: Warehouse) -> tuple[pafs.FileSystem, str]:
-    return pafs.FileSystem.from_uri(warehouse.root if "://" in warehouse.root else "file://" + warehouse.root)
+    return object_store.filesystem(warehouse.root)
 
 
 def exists(warehouse: Warehouse, relative: str) -> bool:
@@ -42,11 +44,16 @@ def exists(warehouse: Warehouse, relative: str) -> bool:
 
 def write_once(warehouse: Warehouse, relative: str, data: bytes) -> None:
     """Write `data` at `relative` unless it is there: to a temporary name, then renamed into place, so a
-    reader never sees half a file and concurrent writers of the same content do not harm each other."""
+    reader never sees half a file and concurrent writers of the same content do not harm each other. On
+    object storage one PUT is already whole or absent, and a rename is a copy: written in place."""
     if warehouse.exists(relative):
         return
     fs, base = filesystem(warehouse)
     target = posixpath.join(base, relative)
+    if warehouse.on_object_store:
+        with fs.open_output_stream(target) as out:
+            out.write(data)
+        return
     fs.create_dir(posixpath.dirname(target), recursive=True)
     temporary = f"{posixpath.dirname(target)}/.tmp-{os.getpid()}-{uuid.uuid4().hex}-{posixpath.basename(target)}"
     with fs.open_output_stream(temporary) as out:

@@ -71,7 +71,7 @@ class _Handlers:
     def config(self, request: Request) -> Response:
         warehouse = request.query_params.get("warehouse") or "main"
         self.service.snapshot(warehouse)  # an unknown branch or version fails here, with its name
-        return JSONResponse({"defaults": {}, "overrides": {"prefix": encode_prefix(warehouse)},
+        return JSONResponse({"defaults": dict(self.service.file_io), "overrides": {"prefix": encode_prefix(warehouse)},
                              "endpoints": _ENDPOINTS})
 
     def namespaces(self, request: Request) -> Response:

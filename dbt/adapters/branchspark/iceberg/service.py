@@ -14,6 +14,7 @@ import threading
 from collections import OrderedDict
 
 from ..core import errors
+from ..core.storage import object_store
 from ..core.catalog.commits import CommitInfo
 from ..core.catalog.namespace import Namespace
 from ..core.catalog.state import DatabaseInfo, Root
@@ -35,8 +36,11 @@ _LOADED_LIMIT = 256
 
 
 class CatalogService:
-    def __init__(self, lakehouse: Lakehouse):
+    def __init__(self, lakehouse: Lakehouse, vend_credentials: bool = False):
         self.lakehouse = lakehouse
+        # what a client needs to open the files: the object store's endpoint, region, path style (and, when
+        # the server was told to, its credentials); empty for a local warehouse
+        self.file_io = object_store.client_properties(lakehouse.warehouse.root, vend_credentials)
         store = lakehouse.store
         self.builder = MetadataBuilder(lakehouse.warehouse, Namespace(store, Root({}, {}), "serve"))
         self.view_builder = ViewMetadataBuilder(lakehouse.warehouse)
@@ -110,7 +114,7 @@ class CatalogService:
             location, metadata = self.builder.metadata(full_name, chain)
         else:
             location, metadata = self.view_builder.metadata(full_name, chain, snapshot.has_table)
-        found = json.dumps({"metadata-location": location, "metadata": metadata, "config": {}}).encode()
+        found = json.dumps({"metadata-location": location, "metadata": metadata, "config": self.file_io}).encode()
         with self._lock:
             self._loaded[key] = found
             while len(self._loaded) > _LOADED_LIMIT:

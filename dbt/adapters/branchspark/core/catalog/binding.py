@@ -50,6 +50,7 @@ def open_catalog(url: str, warehouse: Warehouse, opening: Opening) -> CatalogSto
         _check_marker(store, warehouse, shown, opening)
         return store
     _refuse_new_catalog(warehouse, shown, opening)
+    warehouse.check_reachable()
     store.create()
     _bind(store, warehouse)
     return store

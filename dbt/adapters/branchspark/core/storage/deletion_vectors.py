@@ -39,13 +39,12 @@ import weakref
 import numpy as np
 import pyarrow.parquet as pq
 import pyspark
-from pyarrow import fs as pafs
 from pyspark.sql import Column, DataFrame, DataFrameReader, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..connect import is_connect
-from . import jvm_build
+from . import jvm_build, object_store
 
 FUNCTION = "branchspark_deleted_row"
 # Spark's Parquet reader fills a read-schema column of this name with each row's position in its file
@@ -165,7 +164,7 @@ def jar_path() -> str | None:
 @functools.lru_cache(maxsize=32)  # each holds at most MAX_POSITIONS positions
 def _positions(uri: str) -> tuple[tuple[str, np.ndarray], ...]:
     """(row-id file name, sorted positions) of one tombstone; tombstone files never change."""
-    filesystem, path = pafs.FileSystem.from_uri(uri if "://" in uri else "file://" + uri)
+    filesystem, path = object_store.filesystem(uri)
     table = pq.read_table(path, columns=["_bs_file", "_bs_pos"], filesystem=filesystem)
     if table.num_rows == 0:
         return ()

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pyarrow import fs as pafs
 from pyarrow import parquet as pq
 
+from . import object_store
+
 SEGMENT_COLUMN = "_bs_seg"
 SEQ_DIGITS = 16
 ICEBERG_DIR = "iceberg"
@@ -48,14 +50,15 @@ def seq_of_segment_name(name: str) -> int:
 
 
 def resolve_location(location: str) -> str:
-    """A warehouse location as every later call needs it: URIs as given, local paths (also `file:` ones)
-    absolute, relative ones taken from the working directory."""
+    """A warehouse location as every later call needs it: URIs as given (`s3://` as `s3a://`, the same place
+    through Hadoop's S3A), local paths (also `file:` ones) absolute, relative ones taken from the working
+    directory."""
     if location.startswith("file:"):
         path = location[len("file:"):]
         path = path[2:] if path.startswith("//") else path
         return location.rstrip("/") if path.startswith("/") else "file://" + os.path.abspath(path)
     if "://" in location:
-        return location.rstrip("/")
+        return object_store.spark_uri(location.rstrip("/"))
     return os.path.abspath(os.path.expanduser(location))
 
 
@@ -65,6 +68,10 @@ class Warehouse:
 
     def __post_init__(self):
         object.__setattr__(self, "root", resolve_location(self.root))
+
+    @property
+    def on_object_store(self) -> bool:
+        return object_store.is_object_store(self.root)
 
     def uri(self, relative: str) -> str:
         return f"{self.root}/{relative}"
@@ -83,9 +90,9 @@ class Warehouse:
 
     # ----------------------------------------------------------- file system
     def _fs(self) -> tuple[pafs.FileSystem, str]:
-        filesystem, path = pafs.FileSystem.from_uri(self.root if "://" in self.root else "file://" + self.root)
-        return filesystem, path
+        return object_store.filesystem(self.root)
 
+    @object_store.guarded
     def list_leaf_dirs(self, relative: str) -> list[str]:
         """Directories under `relative` that hold Parquet files, relative to the warehouse root."""
         filesystem, base = self._fs()
@@ -96,6 +103,7 @@ class Warehouse:
                 leaves.add(posixpath.relpath(posixpath.dirname(info.path), base))
         return sorted(leaves)
 
+    @object_store.guarded
     def list_files(self, relative: str) -> list[tuple[str, float]]:
         """(path relative to the root, modification time in seconds) of every file under `relative`."""
         filesystem, base = self._fs()
@@ -107,16 +115,19 @@ class Warehouse:
                 out.append((posixpath.relpath(info.path, base), mtime))
         return out
 
+    @object_store.guarded
     def list_dirs(self, relative: str) -> list[str]:
         filesystem, base = self._fs()
         selector = pafs.FileSelector(posixpath.join(base, relative), recursive=False, allow_not_found=True)
         return [posixpath.relpath(i.path, base) for i in filesystem.get_file_info(selector)
                 if i.type == pafs.FileType.Directory]
 
+    @object_store.guarded
     def delete_file(self, relative: str) -> None:
         filesystem, base = self._fs()
         filesystem.delete_file(posixpath.join(base, relative))
 
+    @object_store.guarded
     def delete_dir(self, relative: str, missing_ok: bool = False) -> None:
         filesystem, base = self._fs()
         path = posixpath.join(base, relative)
@@ -124,12 +135,16 @@ class Warehouse:
             return
         filesystem.delete_dir(path)
 
+    @object_store.guarded
     def move_files(self, source: str, destination: str, suffix: str) -> list[str]:
         """Move the files of folder `source` whose names end with `suffix` into folder `destination` (made if
-        missing), keeping their names; returns the names. A rename where the file system has one."""
+        missing), keeping their names; returns the names. A rename where the file system has one, a copy
+        and a delete per file on object storage: before the commit that names them, so no reader depends
+        on it, and as many as the write's files (its changes), not the table's."""
         filesystem, base = self._fs()
         target = posixpath.join(base, destination)
-        filesystem.create_dir(target, recursive=True)
+        if not self.on_object_store:
+            filesystem.create_dir(target, recursive=True)
         selector = pafs.FileSelector(posixpath.join(base, source), recursive=False, allow_not_found=True)
         names = []
         for info in filesystem.get_file_info(selector):
@@ -138,6 +153,7 @@ class Warehouse:
                 names.append(info.base_name)
         return names
 
+    @object_store.guarded
     def read_text(self, relative: str) -> str | None:
         """The text of a small file, or None when there is none."""
         filesystem, base = self._fs()
@@ -147,18 +163,22 @@ class Warehouse:
         except FileNotFoundError:
             return None
 
+    @object_store.guarded
     def write_text(self, relative: str, text: str) -> None:
         filesystem, base = self._fs()
-        filesystem.create_dir(base, recursive=True)
+        if not self.on_object_store:  # object stores have no folders to make (a marker object is only noise)
+            filesystem.create_dir(base, recursive=True)
         with filesystem.open_output_stream(posixpath.join(base, relative)) as stream:
             stream.write(text.encode("utf-8"))
 
+    @object_store.guarded
     def holds_files(self, relative: str) -> bool:
         """Whether any file sits under `relative` (stops at the first one it finds)."""
         filesystem, base = self._fs()
         selector = pafs.FileSelector(posixpath.join(base, relative), recursive=True, allow_not_found=True)
         return any(info.type == pafs.FileType.File for info in filesystem.get_file_info(selector))
 
+    @object_store.guarded
     def parquet_rows(self, relatives: Iterable[str]) -> int:
         """The rows of Parquet files, from their footers: no data is read and no Spark job runs."""
         filesystem, base = self._fs()
@@ -168,6 +188,18 @@ class Warehouse:
                 total += pq.ParquetFile(handle).metadata.num_rows
         return total
 
+    @object_store.guarded
+    def check_reachable(self) -> None:
+        """Before a new catalog is made for it: the bucket of an object-store warehouse exists and answers
+        (one request), else StorageUnavailable, so that a bad warehouse URI creates no catalog."""
+        if not self.on_object_store:
+            return
+        filesystem, base = self._fs()
+        bucket = base.split("/", 1)[0]
+        if filesystem.get_file_info(bucket).type == pafs.FileType.NotFound:
+            raise object_store.storage_fault(f"Bucket '{bucket}' not found. To create buckets", bucket)
+
+    @object_store.guarded
     def exists(self, relative: str) -> bool:
         filesystem, base = self._fs()
         return filesystem.get_file_info(posixpath.join(base, relative)).type != pafs.FileType.NotFound
