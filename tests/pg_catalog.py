@@ -9,13 +9,11 @@ from contextlib import contextmanager
 
 import pytest
 
+from tests.missing import in_ci, missing
+
 PG_URL_ENV = "BRANCHSPARK_TEST_PG_URL"
 # The catalogs the catalog and merge tests run on (tests/core/conftest.py).
 CATALOG_KINDS = ["sqlite", "postgresql"]
-
-
-def _in_ci() -> bool:
-    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 
 def pg_server_url() -> str:
@@ -23,9 +21,7 @@ def pg_server_url() -> str:
     url = os.environ.get(PG_URL_ENV)
     if not url:
         reason = f"{PG_URL_ENV} is not set: start PostgreSQL with `tests/pg_server.sh start` and export it"
-        if _in_ci():
-            pytest.fail(reason)
-        pytest.skip(reason)
+        missing(reason)
     return url
 
 
@@ -39,7 +35,7 @@ def _admin_connect(url: str):
                                dbname=parsed.database or "postgres", autocommit=True, connect_timeout=10)
     except psycopg.OperationalError as exc:
         message = f"PostgreSQL at {parsed.render_as_string(hide_password=True)} is unreachable: {exc}"
-        if _in_ci() or os.environ.get(PG_URL_ENV):
+        if in_ci() or os.environ.get(PG_URL_ENV):
             pytest.fail(message)  # a server was promised: failing to reach it is a failure
         pytest.skip(message)
 

@@ -10,7 +10,7 @@ import json
 import os
 import subprocess
 
-import pytest
+from tests.missing import missing
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PEERS_PYTHON = os.path.join(REPO, ".venv-peers", "bin", "python")
@@ -24,15 +24,13 @@ def iceberg_runtime_jar() -> str | None:
 
 
 def require_peers() -> None:
-    """Skip with the reason (fail under CI, where `make test` installs them) when the peers are missing."""
-    missing = [what for what, ok in ((PEERS_PYTHON, os.path.exists(PEERS_PYTHON)),
+    """Skip with the reason (fail under CI) when the peers are missing."""
+    absent = [what for what, ok in ((PEERS_PYTHON, os.path.exists(PEERS_PYTHON)),
                                      (f"{PEERS_JARS}/iceberg-spark-runtime-*.jar", iceberg_runtime_jar()))
                if not ok]
-    if missing:
-        reason = f"the peers' Spark is not installed ({', '.join(missing)} missing): run `make peers`"
-        if os.environ.get("CI") == "true":
-            pytest.fail(reason)
-        pytest.skip(reason)
+    if absent:
+        reason = f"the peers' Spark is not installed ({', '.join(absent)} missing): run `make peers`"
+        missing(reason)
 
 
 def spark_iceberg_read(url: str, catalogs: dict[str, str], queries: dict[str, str],
