@@ -87,6 +87,7 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "long_only: run by `make test-long` only (tests/depth.py)")
     config.addinivalue_line("markers", "rule(name, ...): the merge rules (SPEC 3, merge/rules.py's Rule) the test "
                                        "exercises; tests/test_rule_coverage.py checks `make test` keeps them all")
+    _CONFIG[:] = [config]
     config._connect_skip = ""
     if not config.getoption("--connect"):
         return
@@ -102,6 +103,19 @@ def pytest_report_header(config):
         return header + [f"spark: Spark Connect {os.environ.get(CONNECT_URL_VARIABLE, '(no URL)')}"
                 + (f" -- SKIPPING: {config._connect_skip}" if config._connect_skip else "")]
     return header
+
+
+_CONFIG = []  # this process's pytest config (pytest_configure), for the report hook below
+
+
+def pytest_runtest_logreport(report):
+    """A failure named the moment it happens (under -q pytest names them only in its final summary, which a run
+    stopped early never prints); with xdist this runs in the controller, which sees every worker's reports."""
+    if report.failed and _CONFIG:
+        reporter = _CONFIG[0].pluginmanager.getplugin("terminalreporter")
+        if reporter is not None:
+            reporter.ensure_newline()
+            reporter.write_line(f"FAILED {report.nodeid} ({report.when})", red=True)
 
 
 def pytest_terminal_summary(terminalreporter, config):

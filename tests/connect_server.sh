@@ -23,7 +23,9 @@ case "${1:-}" in
     if port_open; then echo "connect server: port $PORT already in use" >&2; exit 1; fi
     # branchspark's local file system (no chmod process per directory a write makes) when its jar is built,
     # the S3A connector and committers (fetched by make install) and the S3 endpoint of AWS_ENDPOINT_URL
-    mapfile -t LOCAL_FILES < <("$VENV/bin/python" -m dbt.adapters.branchspark.core.spark_session "$MASTER")
+    # (and the JVM's class-data archive, when make install built it), with the driver's Java options below
+    mapfile -t LOCAL_FILES < <("$VENV/bin/python" -m dbt.adapters.branchspark.core.spark_session "$MASTER" \
+      "-Dderby.system.home=$STATE")
     "$SPARK_HOME/sbin/start-connect-server.sh" \
       --master "$MASTER" --driver-memory "${BRANCHSPARK_CONNECT_MEMORY:-3g}" \
       --conf spark.connect.grpc.binding.address=127.0.0.1 \
@@ -32,8 +34,7 @@ case "${1:-}" in
       --conf spark.sql.warehouse.dir="$STATE/spark-warehouse" \
       --conf spark.ui.enabled=false \
       --conf spark.sql.shuffle.partitions=2 \
-      --conf spark.default.parallelism=2 \
-      --conf "spark.driver.extraJavaOptions=-Dderby.system.home=$STATE" "${LOCAL_FILES[@]}" >"$STATE/start.log" 2>&1 \
+      --conf spark.default.parallelism=2 "${LOCAL_FILES[@]}" >"$STATE/start.log" 2>&1 \
       || { cat "$STATE/start.log" >&2; exit 1; }
     for _ in $(seq 1 120); do
       if port_open; then echo "connect server: listening on sc://127.0.0.1:$PORT (logs in $STATE)"; exit 0; fi

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pyspark
 
+from ..core import jvm_archive
 from ..core.storage import deletion_vectors, local_files, object_store
 from .lifecycle import CONNECT_SERVER_CLASS, client_identity, probe
 from .state import EngineHome, EngineState, warmup_wanted
@@ -49,6 +50,7 @@ def server_command(home: EngineHome, port: int, memory: str, master: str) -> lis
     conf = deletion_vectors.session_config(conf)  # branchspark's jar and session extension
     conf = local_files.session_config(conf, master)  # and its local file system, which forks no chmod
     conf = object_store.session_config(conf)  # the S3A connector and committers, when installed
+    conf = jvm_archive.session_config(conf)  # the classes dumped at install: the engine starts sooner
     command = [str(spark_home / "bin" / "spark-submit"), "--class", CONNECT_SERVER_CLASS,
                "--name", "branchspark-engine", "--master", master, "--driver-memory", memory]
     for key, value in conf.items():
