@@ -1,7 +1,7 @@
 """The JVM's class-data archive: the classes a Spark driver loads, dumped once by `make install`
 (jvm_archive_build.py) and mapped by every driver JVM branchspark starts (in-process sessions, the warm engine,
-Connect servers). A JVM then starts Spark in about half the time: it maps classes already parsed and verified
-instead of reading them from some 250 jars (docs/performance.md, "Starting a JVM").
+Connect servers). A JVM then starts Spark in about 0.6 of the time: it maps classes already parsed and verified
+instead of reading them from the jars pyspark ships (docs/performance.md, "Starting a JVM").
 
 Without the archive a JVM starts as before. With one that no longer matches (another JDK, or a jar on the
 class path rebuilt since) the JVM refuses it and starts as before; its own warning about that is switched off,

@@ -90,7 +90,7 @@ def _in_process(master: str | None, config: dict[str, str]) -> SparkSession:
     settings = local_files.session_config(deletion_vectors.session_config(settings), settings["spark.master"])
     # the S3A connector and committers when installed (object_store.py): a warehouse may be on s3a://
     settings = object_store.session_config(settings)
-    # the driver maps the classes dumped at install (jvm_archive.py): Spark starts in about half the time
+    # the driver maps the classes dumped at install (jvm_archive.py): Spark starts in about 0.6 of the time
     settings = jvm_archive.session_config(settings)
     builder = SparkSession.builder
     for key, value in settings.items():
