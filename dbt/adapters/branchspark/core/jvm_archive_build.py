@@ -12,15 +12,17 @@ import shutil
 import sys
 import tempfile
 
+from pyspark import SparkContext
+
 from . import jvm_archive
+from .changes import table_changes
+from .diff.plan import branch_diff
+from .lakehouse import Lakehouse
+from .spark_session import spark_session
 
 
 def _branch_work(spark, warehouse: str) -> None:
     """What a dbt run, a merge and a review ask of a driver, so their classes are in the archive."""
-    from .changes import table_changes
-    from .diff.plan import branch_diff
-    from .lakehouse import Lakehouse
-
     lakehouse = Lakehouse(spark, warehouse)
     rows = spark.createDataFrame([(i, f"name {i}", i * 1.5) for i in range(6)], "id bigint, name string, x double")
     with lakehouse.transaction("main", message="base") as tx:
@@ -46,10 +48,6 @@ def _branch_work(spark, warehouse: str) -> None:
 
 def build() -> bool:
     """Write the archive of the installed pyspark; False, saying why in one line, when no JVM could dump it."""
-    from pyspark import SparkContext
-
-    from .spark_session import spark_session
-
     target = jvm_archive.archive_path()
     partial = target.with_name(target.name + ".partial")
     target.parent.mkdir(parents=True, exist_ok=True)
