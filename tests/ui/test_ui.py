@@ -17,6 +17,9 @@ import pytest
 from click.testing import CliRunner
 
 from dbt.adapters.branchspark.cli.main import cli
+from dbt.adapters.branchspark.core.diff import THREE_DOT, TWO_DOT, branch_diff
+from dbt.adapters.branchspark.ui import compare
+from dbt.adapters.branchspark.ui.cells import cell_text
 from dbt.adapters.branchspark.ui.access import COOKIE
 from dbt.adapters.branchspark.ui.app import create_app
 from tests.ui.conftest import TOKEN, Served, fetch
@@ -118,6 +121,79 @@ def test_no_page_shows_the_token_or_a_password(served, lake, monkeypatch):
         assert TOKEN not in body and cookie not in body and password not in body, path
     status, body, _ = fetch(served.url + f"/log/{password}", headers=signed)
     assert status == 404 and "no commit matches" in body and password not in body
+
+
+# ------------------------------------------------- figures against Spark, paging
+def _cells(body: str, row_attr: str, value: str, classes: tuple[str, ...]) -> list[str]:
+    row = re.search(rf'<tr [^>]*{row_attr}="{re.escape(value)}"[^>]*>(.*?)</tr>', body, re.S).group(1)
+    return [re.search(rf'<td class="(?:muted )?{c}">([^<]*)</td>', row).group(1) for c in classes]
+
+
+def test_every_row_count_shown_is_what_spark_counts(served, lake):
+    """The compare, table and commit pages count from the catalog where it is exact (appended files, added
+    tombstones that delete no row twice) and in Spark otherwise: every figure is checked against Spark's own
+    count of the same data, and each way of counting is seen used. `trim` deletes two events from one file (two
+    tombstones naming it, told apart by the row ids they hold: the catalog counts), compacts orders and deletes
+    one (rows held under their old row ids: Spark counts); `prune` deletes an order (the catalog counts)."""
+    ways = {}
+    for spec, mode in (("main...dev", THREE_DOT), ("main...trim", THREE_DOT), ("main...prune", THREE_DOT),
+                       ("main..stage", TWO_DOT), ("main...hotfix", THREE_DOT)):
+        from_ref, to_ref = re.split(r"\.\.\.?", spec)
+        _, body, _ = fetch(served.url + f"/compare/{spec}")
+        for t in branch_diff(lake, from_ref, to_ref, mode=mode, preview=False).tables:
+            added, removed, modified, way = _cells(body, "data-table", t.name,
+                                                   ("added", "removed", "modified", "counted-by"))
+            counts = t.counts()  # Spark
+            assert [int(added), int(removed), int(modified)] == [counts["added"], counts["removed"],
+                                                                 counts["modified"]], (spec, t.name)
+            ways[(spec, t.name)] = way
+    assert ways[("main...dev", "shop.events")] == "catalog"  # one row appended
+    assert ways[("main...prune", "shop.orders")] == ways[("main...trim", "shop.events")] == "catalog"  # deletes
+    assert ways[("main...trim", "shop.orders")] == ways[("main...dev", "shop.orders")] == "spark"
+    for ref, table, way in (("main", "shop.orders", "catalog"), ("prune", "shop.orders", "catalog"),
+                            ("trim", "shop.events", "catalog"), ("dev", "shop.events", "catalog"),
+                            ("stage", "shop.orders", "catalog"), ("trim", "shop.orders", "spark")):
+        _, body, _ = fetch(served.url + f"/table/{ref}/{table}")
+        shown = re.search(r'<span id="row-count">(\d+)</span>.*?<span id="counted-by">(\w+)</span>', body, re.S)
+        assert (int(shown.group(1)), shown.group(2)) == (lake.read(table, at=ref).count(), way), (ref, table)
+    # A commit's rows written, deleted and in dropped files per table, from its files: what they add up to is
+    # the change in rows Spark finds from the parent. Each update here changes every row it rewrites, so
+    # outside a compaction (which moves rows) also: written = added + modified, deleted = removed + modified.
+    for branch in ("trim", "dev", "hotfix"):
+        for commit in list(lake.store.first_parents(lake.get_branch(branch).head))[:5]:
+            _, body, _ = fetch(served.url + f"/commit/{commit.id}")
+            for t in (branch_diff(lake, commit.parents[0], commit.id, mode=TWO_DOT, preview=False).tables
+                      if commit.parents else []):
+                table_id = lake.snapshot(commit.id).state(t.name).id
+                written, deleted, dropped = map(int, _cells(body, "data-id", table_id,
+                                                            ("written", "deleted", "dropped")))
+                counts = t.counts()
+                assert written - deleted - dropped == counts["added"] - counts["removed"], commit.message
+                if "compact" in commit.message:
+                    assert written == dropped == lake.read(t.name, at=commit.id).count() and deleted == 0
+                else:
+                    assert (written, deleted, dropped) == (counts["added"] + counts["modified"],
+                                                           counts["removed"] + counts["modified"], 0), commit.message
+
+
+def test_a_diffs_pages_are_cut_in_spark_and_add_up_to_the_diff(lake):
+    """Paging a row-level diff: each page is its own rows in key order, the pages together are exactly the
+    diff's rows, and the counts beside them are Spark's (counted with the page in one job) or the catalog's."""
+    for from_ref, to_ref, table, way in (("main", "stage", "shop.orders", "spark"),
+                                         ("main", "trim", "shop.events", "catalog")):
+        relation = branch_diff(lake, from_ref, to_ref, tables=[table], mode=THREE_DOT, preview=False).tables[0]
+        expected = relation.relation().collect()  # a handful of rows: the whole diff, to compare with
+        kind = relation.rows.type_column
+        first = compare.table_page(lake, from_ref, to_ref, THREE_DOT, table, page=0, size=1)
+        second = compare.table_page(lake, from_ref, to_ref, THREE_DOT, table, page=1, size=1)
+        third = compare.table_page(lake, from_ref, to_ref, THREE_DOT, table, page=2, size=1)
+        assert len(expected) == 2 and len(first.rows) == len(second.rows) == 1 and third.rows == []
+        assert first.rows != second.rows and first.pages == 2
+        assert first.counts == relation.counts() == second.counts and first.counted_by == way
+        shown = sorted((k, tuple(c.text for c in cells)) for k, cells in first.rows + second.rows)
+        assert shown == sorted((r[kind], tuple(cell_text(r[c]) for c in relation.rows.columns)) for r in expected)
+        if relation.rows.primary_key:  # key order: the first page holds the smaller key
+            assert int(first.rows[0][1][0].text) < int(second.rows[0][1][0].text)
 
 
 # ---------------------------------------------------------------- in a browser
