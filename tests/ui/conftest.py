@@ -23,8 +23,7 @@ def build_catalog(lh: Lakehouse, spark) -> None:
         tx.create_table_as("shop.orders", spark.createDataFrame(
             [(i, float(i * 10), "new") for i in range(1, 6)], "id bigint, amount double, status string"),
             primary_key=["id"])
-        tx.create_table_as("shop.events", spark.createDataFrame([(1, "open"), (2, "close")], "id int, kind string")
-                           .coalesce(1))  # one file, which both of trim's deletes name
+        tx.create_table_as("shop.events", spark.createDataFrame([(1, "open"), (2, "close")], "id int, kind string"))
     for name in ("dev", "hotfix", "patch", "stage"):
         lh.create_branch(name, "main")
     lh.branch("dev").update("shop.orders", "id = 2", {"amount": "25.5"}, message="dev: reprice order 2")
@@ -35,15 +34,12 @@ def build_catalog(lh: Lakehouse, spark) -> None:
     lh.branch("patch").update("shop.orders", "id = 4", {"amount": "44.0"}, message="patch: order 4 is 44")
     lh.branch("stage").update("shop.orders", "id = 4", {"amount": "40.5"}, message="stage: order 4 is 40.5")
     lh.merge("dev", "stage", message="merge dev into stage")
-    # trim: two events deleted from one file (two tombstones naming it), orders compacted (rows kept under their
-    # old row ids) then order 4 deleted; prune: order 5 deleted
+    # trim: order 5 deleted (its tombstone names a file main's update deleted from too), events compacted (rows
+    # kept under their old row ids) then event 1 deleted
     lh.create_branch("trim", "main")
-    lh.branch("trim").delete("shop.events", "id = 2", message="trim: drop event 2")
+    lh.branch("trim").delete("shop.orders", "id = 5", message="trim: drop order 5")
+    lh.branch("trim").compact("shop.events", message="trim: compact events")
     lh.branch("trim").delete("shop.events", "id = 1", message="trim: drop event 1")
-    lh.branch("trim").compact("shop.orders", message="trim: compact orders")
-    lh.branch("trim").delete("shop.orders", "id = 4", message="trim: drop order 4")
-    lh.create_branch("prune", "main")
-    lh.branch("prune").delete("shop.orders", "id = 5", message="prune: drop order 5")
     lh.protect_branch("main")  # writable only by merge from here on
 
 
