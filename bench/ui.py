@@ -89,10 +89,15 @@ def build_big_diff(spark, rows: int, changed: int) -> tuple[Lakehouse, str]:
     return lh, "/compare/main...dev?table=bench.big"
 
 
+PORT = 0  # --port: the servers' port, one at a time (0: any free one)
+
+
 def serve(lh: Lakehouse, keep: bool = True):
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = PORT
+    if not port:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
     server = uvicorn.Server(uvicorn.Config(create_app(lh, TOKEN, reads_need_token=False, keep=keep), host="127.0.0.1",
                                            port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
@@ -185,7 +190,10 @@ def main() -> None:
     parser.add_argument("--changed", type=int, default=None)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--skip-big", action="store_true")
+    parser.add_argument("--port", type=int, default=0, help="the app's port (default: any free one)")
     args = parser.parse_args()
+    global PORT
+    PORT = args.port
     commits, tables = int(1000 * args.scale), max(int(100 * args.scale), 2)
     branches = max(int(20 * args.scale), 2)
     rows = args.rows or int(10_000_000 * args.scale)
