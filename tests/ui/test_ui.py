@@ -133,10 +133,10 @@ def _cells(body: str, row_attr: str, value: str, classes: tuple[str, ...]) -> li
 
 
 def _counted_by_spark(frames: dict) -> dict:
-    """Rows per label, and per value of a frame's second column when it has one, in one Spark job."""
+    """Rows per label and per value of each frame's one column, in one Spark job."""
     labels = list(frames)
-    parts = [frame.select(F.lit(n).alias("_label"), (F.col(frame.columns[0]) if frame.columns else F.lit(""))
-                          .cast("string").alias("_kind")) for n, frame in enumerate(frames.values())]
+    parts = [frame.select(F.lit(n).alias("_label"), F.col(frame.columns[0]).cast("string").alias("_kind"))
+             for n, frame in enumerate(frames.values())]
     found = {label: {} for label in labels}
     for row in reduce(DataFrame.unionByName, parts).groupBy("_label", "_kind").count().collect():
         found[labels[row["_label"]]][row["_kind"]] = row["count"]
@@ -160,7 +160,7 @@ def test_every_row_count_shown_is_what_spark_counts(served, lake):
         _, body, _ = fetch(served.url + f"/table/{ref}/{table}")
         found = re.search(r'<span id="row-count">(\d+)</span>.*?<span id="counted-by">(\w+)</span>', body, re.S)
         shown[(ref, table)] = [found.group(1), found.group(2)]
-        frames[(ref, table)] = lake.read(table, at=ref).select()
+        frames[(ref, table)] = lake.read(table, at=ref).select(F.lit("").alias("_row"))
     # A commit's rows written, deleted and in dropped files per table, from its files: together they are the
     # change in rows Spark finds from the parent. Each update here changes every row it rewrites, so outside a
     # compaction (which moves rows) also: written = added + modified, deleted = removed + modified.
@@ -174,7 +174,7 @@ def test_every_row_count_shown_is_what_spark_counts(served, lake):
             shown[(commit.message, t.name)] = list(map(int, _cells(body, "data-id", table_id,
                                                                    ("written", "deleted", "dropped"))))
             frames[(commit.message, t.name)] = t.relation().select(t.rows.type_column)
-            frames[(commit.message, t.name, "rows")] = lake.read(t.name, at=commit.id).select()
+            frames[(commit.message, t.name, "rows")] = lake.read(t.name, at=commit.id).select(F.lit("").alias("_row"))
     spark = _counted_by_spark(frames)
     for key, figures in shown.items():
         if len(figures) == 4:  # compare: added, removed, modified, counted by
