@@ -14,8 +14,10 @@ thread, as a browser would ask):
 The catalog: 100 tables of 20 rows created on main; then commits spread over the branches, each touching one
 table: every 25th inserts a row (a Spark write), the others set a table property (metadata only, so the
 build takes minutes, not an hour); every fiftieth merges a branch into main. Page times depend on the count of
-commits, tables and branches, not on what the commits wrote, except the pages that run Spark (commit row
-counts, compare, merge preview, table), which are measured on the tables written here.
+commits, tables and branches, not on what the commits wrote, except the pages that run Spark (compare counts
+of an update, a diff's rows, a merge preview, a table's first rows), which are measured on the tables written
+here. Then, side by side in the same process, the figures the pages now read from the catalog (a commit's
+rows per table, a table's row count) as Spark jobs counted them before, each checked equal.
 """
 from __future__ import annotations
 
@@ -87,10 +89,15 @@ def build_big_diff(spark, rows: int, changed: int) -> tuple[Lakehouse, str]:
     return lh, "/compare/main...dev?table=bench.big"
 
 
+PORT = 0  # --port: the servers' port, one at a time (0: any free one)
+
+
 def serve(lh: Lakehouse, keep: bool = True):
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = PORT
+    if not port:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
     server = uvicorn.Server(uvicorn.Config(create_app(lh, TOKEN, reads_need_token=False, keep=keep), host="127.0.0.1",
                                            port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
@@ -131,6 +138,40 @@ def measure(lh: Lakehouse, pages: dict, repeats: int) -> dict[str, tuple[float, 
     return found
 
 
+def spark_way(lh: Lakehouse, head: str, repeats: int) -> dict[str, tuple[float, float]]:
+    """Side by side with the pages: the same figures counted by Spark jobs, as the pages did before they read
+    the catalog (a commit's rows: its diff from the parent; a table's rows: a count), and what the catalog
+    read costs in this process: (Spark, catalog) medians in seconds, each checked equal."""
+    from dbt.adapters.branchspark.core.diff import TWO_DOT, branch_diff
+    from dbt.adapters.branchspark.core.diff.counted import live_rows
+    from dbt.adapters.branchspark.core.diff.report import report
+    from dbt.adapters.branchspark.ui.commits import file_rows
+
+    lh = Lakehouse(lh.spark, lh.warehouse.root, lh.catalog_url)
+    commit = lh.store.get_commit(head)
+    state = lh.snapshot(head).state("bench.t1")
+
+    def median(action) -> tuple[float, object]:
+        samples, value = [], None
+        for _ in range(repeats):
+            start = time.perf_counter()
+            value = action()
+            samples.append(time.perf_counter() - start)
+        return statistics.median(samples), value
+
+    spark_diff, counted = median(lambda: report(branch_diff(lh, commit.parents[0], commit.id, mode=TWO_DOT,
+                                                            preview=False), limit=0))
+    catalog_diff, rows = median(lambda: file_rows(lh, commit))
+    changed = next(t for t in counted.tables if t.table == "bench.t1")
+    assert list(rows.values())[0].written == changed.added + changed.modified, (rows, changed)
+    spark_count, total = median(lambda: lh.snapshot(head).read("bench.t1").count())
+    catalog_count, known = median(lambda: live_rows(lh.store, lh.warehouse, state))
+    assert known in (None, total), (known, total)  # None: not exact from the catalog, the page counts in Spark
+    if known is None:
+        print("  (bench.t1 at main: its row count is not exact from the catalog; the table page counts in Spark)")
+    return {"commit's rows per table": (spark_diff, catalog_diff), "table's row count": (spark_count, catalog_count)}
+
+
 def show(found: dict, target: float) -> None:
     for label, (cold, fresh, kept) in found.items():
         print(f"  {label:<28} first {cold * 1000:7.0f} ms  afresh {fresh * 1000:7.0f} ms  kept {kept * 1000:6.0f} ms"
@@ -149,7 +190,10 @@ def main() -> None:
     parser.add_argument("--changed", type=int, default=None)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--skip-big", action="store_true")
+    parser.add_argument("--port", type=int, default=0, help="the app's port (default: any free one)")
     args = parser.parse_args()
+    global PORT
+    PORT = args.port
     commits, tables = int(1000 * args.scale), max(int(100 * args.scale), 2)
     branches = max(int(20 * args.scale), 2)
     rows = args.rows or int(10_000_000 * args.scale)
@@ -164,6 +208,11 @@ def main() -> None:
     found = measure(lh, pages, args.repeats)
     print(f"\n== page times, {commits} commits / {tables} tables / {branches + 1} branches ({load()})")
     show(found, 0.5)
+    print(f"\n== the same figures counted by Spark jobs (as before) and read from the catalog, side by side "
+          f"({load()})")
+    for label, (by_spark, by_catalog) in spark_way(lh, lh.get_branch("main").head, args.repeats).items():
+        print(f"  {label:<28} Spark {by_spark * 1000:7.0f} ms  catalog {by_catalog * 1000:6.1f} ms  "
+              f"({by_spark / max(by_catalog, 1e-6):.0f}x)")
     if args.skip_big:
         return
     print(f"\nbuilding a {rows:,}-row table with {changed:,} changed rows ({load()})", flush=True)

@@ -17,7 +17,7 @@ TOKEN = "ui-test-token-4f1e9c"
 
 def build_catalog(lh: Lakehouse, spark) -> None:
     """main: shop.orders (keyed on id) and shop.events (keyless); branches that differ, merge cleanly, conflict
-    (the same cell changed on both sides) and will pause; main protected."""
+    (the same cell changed on both sides) and will pause, deletes rows; main protected."""
     with lh.transaction("main", message="create the shop") as tx:
         tx.create_database("shop")
         tx.create_table_as("shop.orders", spark.createDataFrame(
@@ -34,6 +34,12 @@ def build_catalog(lh: Lakehouse, spark) -> None:
     lh.branch("patch").update("shop.orders", "id = 4", {"amount": "44.0"}, message="patch: order 4 is 44")
     lh.branch("stage").update("shop.orders", "id = 4", {"amount": "40.5"}, message="stage: order 4 is 40.5")
     lh.merge("dev", "stage", message="merge dev into stage")
+    # trim: order 5 deleted (its tombstone names a file main's update deleted from too), events compacted (rows
+    # kept under their old row ids) then event 1 deleted
+    lh.create_branch("trim", "main")
+    lh.branch("trim").delete("shop.orders", "id = 5", message="trim: drop order 5")
+    lh.branch("trim").compact("shop.events", message="trim: compact events")
+    lh.branch("trim").delete("shop.events", "id = 1", message="trim: drop event 1")
     lh.protect_branch("main")  # writable only by merge from here on
 
 

@@ -11,12 +11,18 @@ one merges into `stage`."""
 import re
 import shutil
 import urllib.parse
+from functools import reduce
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 
 from dbt.adapters.branchspark.cli.main import cli
+from dbt.adapters.branchspark.core.diff import THREE_DOT, TWO_DOT, branch_diff
+from dbt.adapters.branchspark.ui import compare
+from dbt.adapters.branchspark.ui.cells import cell_text
 from dbt.adapters.branchspark.ui.access import COOKIE
 from dbt.adapters.branchspark.ui.app import create_app
 from tests.ui.conftest import TOKEN, Served, fetch
@@ -118,6 +124,95 @@ def test_no_page_shows_the_token_or_a_password(served, lake, monkeypatch):
         assert TOKEN not in body and cookie not in body and password not in body, path
     status, body, _ = fetch(served.url + f"/log/{password}", headers=signed)
     assert status == 404 and "no commit matches" in body and password not in body
+
+
+# ------------------------------------------------- figures against Spark, paging
+def _cells(body: str, row_attr: str, value: str, classes: tuple[str, ...]) -> list[str]:
+    row = re.search(rf'<tr [^>]*{row_attr}="{re.escape(value)}"[^>]*>(.*?)</tr>', body, re.S).group(1)
+    return [re.search(rf'<td class="(?:muted )?{c}">([^<]*)</td>', row).group(1) for c in classes]
+
+
+def _counted_by_spark(frames: dict) -> dict:
+    """Rows per label and per value of each frame's one column, in one Spark job."""
+    labels = list(frames)
+    parts = [frame.select(F.lit(n).alias("_label"), F.col(frame.columns[0]).cast("string").alias("_kind"))
+             for n, frame in enumerate(frames.values())]
+    found = {label: {} for label in labels}
+    for row in reduce(DataFrame.unionByName, parts).groupBy("_label", "_kind").count().collect():
+        found[labels[row["_label"]]][row["_kind"]] = row["count"]
+    return found
+
+
+def test_every_row_count_shown_is_what_spark_counts(served, lake):
+    """The compare, table and commit pages count from the catalog where it is exact (appended files, added
+    tombstones that delete no row twice) and in Spark otherwise: every figure shown is checked against Spark's
+    count of the same data (one Spark job for all of them), and each way of counting is seen used. `trim`
+    deletes order 5 (its tombstone and main's name one file: told apart by the row ids they hold, the catalog
+    counts), compacts events and deletes one (rows held under their old row ids: Spark counts)."""
+    shown, frames = {}, {}
+    for spec in ("main...dev", "main...trim"):
+        from_ref, to_ref = spec.split("...")
+        _, body, _ = fetch(served.url + f"/compare/{spec}")
+        for t in branch_diff(lake, from_ref, to_ref, mode=THREE_DOT, preview=False).tables:
+            shown[(spec, t.name)] = _cells(body, "data-table", t.name, ("added", "removed", "modified", "counted-by"))
+            frames[(spec, t.name)] = t.relation().select(t.rows.type_column)
+    for ref, table in (("main", "shop.orders"), ("trim", "shop.orders"), ("trim", "shop.events")):
+        _, body, _ = fetch(served.url + f"/table/{ref}/{table}")
+        found = re.search(r'<span id="row-count">(\d+)</span>.*?<span id="counted-by">(\w+)</span>', body, re.S)
+        shown[(ref, table)] = [found.group(1), found.group(2)]
+        frames[(ref, table)] = lake.read(table, at=ref).select(F.lit("").alias("_row"))
+    # A commit's rows written, deleted and in dropped files per table, from its files: together they are the
+    # change in rows Spark finds from the parent. Each update here changes every row it rewrites, so outside a
+    # compaction (which moves rows) also: written = added + modified, deleted = removed + modified.
+    commits = [c for branch in ("trim", "dev") for c in list(lake.store.first_parents(lake.get_branch(branch).head))[:3]
+               if c.message.startswith(("trim", "dev: reprice"))]
+    assert len(commits) == 4
+    for commit in commits:
+        _, body, _ = fetch(served.url + f"/commit/{commit.id}")
+        for t in branch_diff(lake, commit.parents[0], commit.id, mode=TWO_DOT, preview=False).tables:
+            table_id = lake.snapshot(commit.id).state(t.name).id
+            shown[(commit.message, t.name)] = list(map(int, _cells(body, "data-id", table_id,
+                                                                   ("written", "deleted", "dropped"))))
+            frames[(commit.message, t.name)] = t.relation().select(t.rows.type_column)
+            frames[(commit.message, t.name, "rows")] = lake.read(t.name, at=commit.id).select(F.lit("").alias("_row"))
+    spark = _counted_by_spark(frames)
+    for key, figures in shown.items():
+        if len(figures) == 4:  # compare: added, removed, modified, counted by
+            assert list(map(int, figures[:3])) == [spark[key].get(k, 0) for k in ("added", "removed", "modified")], key
+        elif len(figures) == 2:  # a table's row count
+            assert int(figures[0]) == sum(spark[key].values()), key
+        else:
+            written, deleted, dropped = figures
+            n = {k: spark[key].get(k, 0) for k in ("added", "removed", "modified")}
+            assert written - deleted - dropped == n["added"] - n["removed"], key
+            if "compact" in key[0]:
+                assert written == dropped == sum(spark[(*key, "rows")].values()) and deleted == 0, key
+            else:
+                assert (written, deleted, dropped) == (n["added"] + n["modified"], n["removed"] + n["modified"], 0), key
+    ways = {key: figures[-1] for key, figures in shown.items() if len(figures) in (2, 4)}
+    assert ways == {("main...dev", "shop.events"): "catalog", ("main...dev", "shop.orders"): "spark",  # insert; update
+                    ("main...trim", "shop.orders"): "catalog", ("main...trim", "shop.events"): "spark",  # delete
+                    ("main", "shop.orders"): "catalog", ("trim", "shop.orders"): "catalog",
+                    ("trim", "shop.events"): "spark"}
+
+
+def test_a_diffs_pages_are_cut_in_spark_and_add_up_to_the_diff(lake):
+    """Paging a row-level diff: each page is its own rows in key order, the pages together are exactly the
+    diff's rows, and the counts beside them are Spark's, counted with the page in one job (or the catalog's)."""
+    table = branch_diff(lake, "main", "stage", tables=["shop.orders"], mode=THREE_DOT, preview=False).tables[0]
+    expected = table.relation().collect()  # two rows: the whole diff, to compare with
+    kind = table.rows.type_column
+    first, second = (compare.table_page(lake, "main", "stage", THREE_DOT, "shop.orders", page=n, size=1)
+                     for n in (0, 1))
+    assert len(expected) == 2 and len(first.rows) == len(second.rows) == 1 and first.pages == 2
+    assert first.rows != second.rows and int(first.rows[0][1][0].text) < int(second.rows[0][1][0].text)
+    shown = sorted((k, tuple(c.text for c in cells)) for k, cells in first.rows + second.rows)
+    assert shown == sorted((r[kind], tuple(cell_text(r[c]) for c in table.rows.columns)) for r in expected)
+    assert first.counts == second.counts == {"added": 0, "removed": 0, "modified": 2}
+    assert first.counted_by == "spark"
+    deleted = compare.table_page(lake, "main", "trim", THREE_DOT, "shop.orders")  # counted from the catalog
+    assert (deleted.counted_by, deleted.counts) == ("catalog", {"added": 0, "removed": 1, "modified": 0})
+    assert [(k, [c.text for c in cells]) for k, cells in deleted.rows] == [("removed", ["5", "50.0", "new"])]
 
 
 # ---------------------------------------------------------------- in a browser

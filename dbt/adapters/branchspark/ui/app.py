@@ -26,9 +26,9 @@ from ..core.diff import THREE_DOT
 from ..core.lakehouse import Lakehouse
 from ..iceberg.routes import create_app as create_iceberg_app
 from ..iceberg.service import CatalogService
-from . import compare, history, merges, tables
+from . import commits, compare, history, merges, tables
 from .access import COOKIE, Access, same_origin
-from .cache import ByCommits
+from .cache import ByCommits, FooterRows
 
 TEMPLATES = Path(__file__).parent / "templates"
 _MERGE_CHOICES = ("abort", "pause", "ours", "theirs")
@@ -56,6 +56,8 @@ class Pages:
         self.env = _environment()
         self.write_lock = threading.Lock()
         self.kept = ByCommits() if keep else ByCommits(limit=0)
+        # rows per segment id read from Parquet footers (segments never change); None: read them every time
+        self.footer_rows: FooterRows | None = FooterRows() if keep else None
 
     def head(self, ref: str) -> str:
         """The commit a ref names now (a branch's head is read fresh on every request)."""
@@ -131,11 +133,9 @@ class Pages:
         by_object: dict[str, list] = {}
         for op in operations:
             by_object.setdefault(op.object_name, []).append(op)
-        counts = None
-        if commit.parents:  # the rows each table changed: the diff from the first parent, counted in Spark
-            found = self.kept.get(("commit", commit.id), lambda: compare.summary(
-                self.lakehouse, commit.parents[0], commit.id, compare.TWO_DOT))
-            counts = {t.table: t for t in found.tables}
+        # the rows each table's files gained and lost against the first parent: catalog metadata, no Spark
+        counts = self.kept.get(("commit", commit.id), lambda: commits.file_rows(self.lakehouse, commit,
+                                                                                self.footer_rows))
         return self.render(request, "commit.html", commit=commit, by_object=by_object, counts=counts,
                            op_detail=_op_detail)
 
@@ -148,16 +148,19 @@ class Pages:
             name = f"diff-{table}.csv".replace("/", "_")
             return StreamingResponse(lines, media_type="text/csv",
                                      headers={"Content-Disposition": f'attachment; filename="{name}"'})
+        heads = (from_ref, self.head(from_ref), to_ref, self.head(to_ref), mode)
         if table:
             number = _int(request.query_params.get("page"), 0)
-            key = ("rows", from_ref, self.head(from_ref), to_ref, self.head(to_ref), mode, table, number)
-            page = self.kept.get(key, lambda: compare.table_page(self.lakehouse, from_ref, to_ref, mode, table,
-                                                                 number))
+            # the counts the compare page found for the same commits, if it was asked first: not counted again
+            summary = self.kept.peek(("compare", *heads))
+            known = next((t for t in summary.tables if t.table == table.lower()), None) if summary else None
+            page = self.kept.get(("rows", *heads, table, number), lambda: compare.table_page(
+                self.lakehouse, from_ref, to_ref, mode, table, number, memo=self.footer_rows, known=known))
             return self.render(request, "compare_table.html", spec=spec, from_ref=from_ref, to_ref=to_ref,
                                mode=mode, page=page, three_dot=mode == THREE_DOT,
                                csv_url=f"/compare/{ref_url(spec)}?{urlencode({'table': table, 'format': 'csv'})}")
-        found = self.kept.get(("compare", from_ref, self.head(from_ref), to_ref, self.head(to_ref), mode),
-                              lambda: compare.summary(self.lakehouse, from_ref, to_ref, mode))
+        found = self.kept.get(("compare", *heads),
+                              lambda: compare.summary(self.lakehouse, from_ref, to_ref, mode, self.footer_rows))
         return self.render(request, "compare.html", spec=spec, from_ref=from_ref, to_ref=to_ref, mode=mode,
                            diff=found, three_dot=mode == THREE_DOT)
 
@@ -172,7 +175,7 @@ class Pages:
     def table(self, request: Request, _form) -> Response:
         ref, name = _split_table(request.path_params["spec"])
         found = self.kept.get(("table", ref, self.head(ref), name.lower()),
-                              lambda: tables.table_page(self.lakehouse, ref, name))
+                              lambda: tables.table_page(self.lakehouse, ref, name, self.footer_rows))
         return self.render(request, "table.html", page=found, ref=ref)
 
     # ------------------------------------------------ merge preview, merge

@@ -16,6 +16,11 @@ class ByCommits:
         self._limit = limit
         self._lock = threading.Lock()
 
+    def peek(self, key: tuple):
+        """What was kept for `key`, or None (nothing computed)."""
+        with self._lock:
+            return self._found.get(key)
+
     def get(self, key: tuple, compute: Callable[[], object]):
         with self._lock:
             if key in self._found:
@@ -27,3 +32,17 @@ class ByCommits:
             while len(self._found) > self._limit:
                 self._found.popitem(last=False)
         return value
+
+
+class FooterRows(dict):
+    """Rows per segment id read from Parquet footers (a segment never changes), forgotten all at once past
+    `limit` entries so a long-running server's memory stays bounded."""
+
+    def __init__(self, limit: int = 200_000):
+        super().__init__()
+        self._limit = limit
+
+    def __setitem__(self, key, value) -> None:
+        if len(self) >= self._limit:
+            self.clear()
+        super().__setitem__(key, value)

@@ -1,23 +1,32 @@
 """What the compare pages show, through the core's row-level diff (core/diff): per table the counts and
-schema changes, then one table's rows a page at a time. Counting and paging run in Spark over the diff, whose cost grows with the changes: only the
-counts and one page of rows come to the driver; the CSV streams the diff a partition at a time."""
+schema changes, then one table's rows a page at a time.
+
+Counts come from the catalog where it knows them exactly (core/diff/counted.py: appended files, added
+tombstones, a table added or dropped; no Spark job), else from one Spark job over the diff of the tables that
+need it, whose cost grows with the changes. A page of rows is sorted and cut in Spark: only the counts and one
+page come to the driver; the CSV streams the diff a partition at a time."""
 from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterator
+from collections.abc import Iterator, MutableMapping
 from dataclasses import dataclass, field
+from functools import reduce
 
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from ..core import errors
 from ..core.diff import THREE_DOT, TWO_DOT, branch_diff
-from ..core.diff.report import DiffReport, report
-from ..core.diff.rows import ADDED, MODIFIED, NEW, OLD, REMOVED, CHANGED, RowDifference
+from ..core.diff.counted import table_diff_counts
+from ..core.diff.plan import TableDiff
+from ..core.diff.rows import ADDED, DIFF_TYPE, DIFF_TYPES, MODIFIED, NEW, OLD, REMOVED, CHANGED, RowDifference
 from ..core.lakehouse import Lakehouse
 from .cells import cell_text
 
 PAGE_SIZE = 50
+FROM_FILES, FROM_SPARK = "catalog", "spark"  # where a table's counts came from (shown on the page)
+_TABLE_COLUMN = "_bs_ui_table"
 
 
 def parse_spec(spec: str) -> tuple[str, str, str]:
@@ -31,10 +40,54 @@ def parse_spec(spec: str) -> tuple[str, str, str]:
                                  f"FROM) or FROM..TO (the two versions as they are)")
 
 
-def summary(lakehouse: Lakehouse, from_ref: str, to_ref: str, mode: str) -> DiffReport:
-    """Per table the counts and schema changes, in one Spark job; no rows. The conflicts a merge would hit are
-    the merge preview's page (it plans the merge, which costs more than the counts)."""
-    return report(branch_diff(lakehouse, from_ref, to_ref, mode=mode, preview=False), limit=0)
+@dataclass
+class TableCounts:
+    table: str
+    status: str  # added | dropped | changed
+    added: int
+    removed: int
+    modified: int
+    schema_changes: list[str]
+    renamed_from: str | None
+    counted_by: str  # FROM_FILES or FROM_SPARK
+
+
+@dataclass
+class Summary:
+    from_commit: str  # the merge base, for three-dot
+    to_commit: str
+    tables: list[TableCounts]
+    unchanged: int
+
+
+def summary(lakehouse: Lakehouse, from_ref: str, to_ref: str, mode: str,
+            memo: MutableMapping[str, int] | None = None) -> Summary:
+    """Per table the counts and schema changes: from the catalog where exact, the rest in one Spark job; no
+    rows. The conflicts a merge would hit are the merge preview's page (it plans the merge, which costs more)."""
+    diff = branch_diff(lakehouse, from_ref, to_ref, mode=mode, preview=False)
+    counts = {t.name: table_diff_counts(lakehouse.store, lakehouse.warehouse, t, memo) for t in diff.tables}
+    by_spark = {t.name for t in diff.tables if counts[t.name] is None}
+    counts.update(_spark_counts([t for t in diff.tables if t.name in by_spark]))
+    tables = []
+    for t in diff.tables:
+        n = counts[t.name]
+        if not any(n.values()) and not t.schema_changes and not t.renamed_from and t.status == "changed":
+            continue  # other files, the same rows (a compaction, a rebuild that reproduced every row)
+        tables.append(TableCounts(t.name, t.status, n[ADDED], n[REMOVED], n[MODIFIED],
+                                  [c.text() for c in t.schema_changes], t.renamed_from,
+                                  FROM_SPARK if t.name in by_spark else FROM_FILES))
+    return Summary(diff.from_commit.id, diff.to_commit.id, tables, diff.unchanged + len(diff.tables) - len(tables))
+
+
+def _spark_counts(tables: list[TableDiff]) -> dict[str, dict[str, int]]:
+    """Rows per diff type of each table, in one Spark job for all of them (only the counts come back)."""
+    counts = {t.name: dict.fromkeys(DIFF_TYPES, 0) for t in tables}
+    if tables:
+        parts = [t.relation().select(F.lit(t.name).alias(_TABLE_COLUMN), F.col(t.rows.type_column).alias(DIFF_TYPE))
+                 for t in tables]
+        for row in reduce(DataFrame.unionByName, parts).groupBy(_TABLE_COLUMN, DIFF_TYPE).count().collect():
+            counts[row[_TABLE_COLUMN]][row[DIFF_TYPE]] = row["count"]
+    return counts
 
 
 @dataclass
@@ -50,6 +103,7 @@ class TablePage:
     columns: list[str]
     primary_key: tuple[str, ...]
     counts: dict[str, int]
+    counted_by: str = FROM_FILES
     rows: list[tuple[str, list[Cell]]] = field(default_factory=list)  # (diff type, cells)
     page: int = 0
     size: int = PAGE_SIZE
@@ -64,24 +118,53 @@ class TablePage:
 
 
 def table_page(lakehouse: Lakehouse, from_ref: str, to_ref: str, mode: str, table: str, page: int = 0,
-               size: int = PAGE_SIZE) -> TablePage:
-    """One page of `table`'s diff rows, ordered by key (keyless: by value), sorted and cut in Spark."""
-    rows = _rows(lakehouse, from_ref, to_ref, mode, table)
-    if rows is None:
+               size: int = PAGE_SIZE, memo: MutableMapping[str, int] | None = None,
+               known: TableCounts | None = None) -> TablePage:
+    """One page of `table`'s diff rows, ordered by key (keyless: by value), sorted and cut in Spark; the counts
+    from `known` (the compare page's, for the same commits), else from the catalog where exact, else in the
+    same Spark job as the page."""
+    found = _table(lakehouse, from_ref, to_ref, mode, table)
+    if found is None or found.rows is None:
         return TablePage(table.lower(), [], (), {ADDED: 0, REMOVED: 0, MODIFIED: 0})
+    rows = found.rows
     page = max(0, int(page))
-    found = TablePage(table.lower(), rows.columns, rows.primary_key, rows.counts(), page=page, size=size)
-    if rows.primary_key:
-        frame = rows.differing.select(*[F.col(f"`{k}`") for k in rows.primary_key], OLD, NEW, CHANGED)
-        for row in frame.orderBy(*[F.col(f"`{k}`") for k in rows.primary_key]).offset(page * size).limit(size) \
-                .collect():
-            found.rows.append(_keyed_cells(row, rows.columns))
+    if known is not None:
+        counts, counted_by = {ADDED: known.added, REMOVED: known.removed, MODIFIED: known.modified}, known.counted_by
     else:
-        relation = rows.relation()
-        order = [F.col(f"`{c}`") for c in rows.columns] + [F.col(rows.type_column)]
-        for row in relation.orderBy(*order).offset(page * size).limit(size).collect():
-            found.rows.append((row[rows.type_column], [Cell(cell_text(row[c])) for c in rows.columns]))
-    return found
+        counts = table_diff_counts(lakehouse.store, lakehouse.warehouse, found, memo)
+        counted_by = FROM_FILES if counts is not None else FROM_SPARK
+    result = TablePage(table.lower(), rows.columns, rows.primary_key, counts or {}, counted_by, page=page,
+                       size=size)
+    if rows.primary_key:
+        keys = [F.col(f"`{k}`") for k in rows.primary_key]
+        shown = rows.differing.select(*keys, OLD, NEW, CHANGED).orderBy(*keys)
+    else:
+        shown = rows.relation().orderBy(*[F.col(f"`{c}`") for c in rows.columns], F.col(rows.type_column))
+    shown = shown.offset(page * size).limit(size)
+    if counts is None:
+        page_rows, result.counts = _page_and_counts(rows, shown)
+    else:
+        page_rows = shown.collect()
+    for row in page_rows:
+        result.rows.append(_keyed_cells(row, rows.columns) if rows.primary_key else
+                           (row[rows.type_column], [Cell(cell_text(row[c])) for c in rows.columns]))
+    return result
+
+
+def _page_and_counts(rows: RowDifference, shown: DataFrame) -> tuple[list, dict[str, int]]:
+    """The page's rows and the counts per diff type in one Spark job: both read the same aggregation of the
+    changes, which Spark computes once (its shuffle reused) instead of once per job."""
+    kind = rows.type_column
+    counted = rows.relation().groupBy(kind).count().selectExpr(f"`{kind}` AS _bs_kind", "count AS _bs_count")
+    page = shown.selectExpr("CAST(NULL AS STRING) AS _bs_kind", "CAST(NULL AS BIGINT) AS _bs_count",
+                            f"struct({', '.join(f'`{c}`' for c in shown.columns)}) AS _bs_row")
+    counts, page_rows = dict.fromkeys(DIFF_TYPES, 0), []
+    for row in counted.unionByName(page, allowMissingColumns=True).collect():
+        if row["_bs_kind"] is not None:
+            counts[row["_bs_kind"]] = row["_bs_count"]
+        else:
+            page_rows.append(row["_bs_row"])
+    return page_rows, counts
 
 
 def csv_lines(lakehouse: Lakehouse, from_ref: str, to_ref: str, mode: str, table: str) -> Iterator[str]:
@@ -109,8 +192,13 @@ def csv_lines(lakehouse: Lakehouse, from_ref: str, to_ref: str, mode: str, table
 
 
 def _rows(lakehouse: Lakehouse, from_ref: str, to_ref: str, mode: str, table: str) -> RowDifference | None:
+    found = _table(lakehouse, from_ref, to_ref, mode, table)
+    return found.rows if found is not None else None
+
+
+def _table(lakehouse: Lakehouse, from_ref: str, to_ref: str, mode: str, table: str) -> TableDiff | None:
     diff = branch_diff(lakehouse, from_ref, to_ref, tables=[table], mode=mode, preview=False)
-    return diff.tables[0].rows if diff.tables else None
+    return diff.tables[0] if diff.tables else None
 
 
 def _keyed_cells(row, columns: list[str]) -> tuple[str, list[Cell]]:

@@ -1,12 +1,17 @@
-"""What a table's page shows at any ref: its schema, partitioning, primary key, row count, first rows (Spark
-reads them: a count and a limit, nothing else comes to the driver) and its history, the commits of the ref's
-first-parent history that changed it (found from the commits' roots, which the store keeps: no data read)."""
+"""What a table's page shows at any ref: its schema, partitioning, primary key, row count, first rows and its
+history, the commits of the ref's first-parent history that changed it (found from the commits' roots, which
+the store keeps: no data read).
+
+The row count comes from the catalog (core/diff/counted.py: segment footers minus tombstone counts) when that
+is exact, else from a Spark count; the first rows are one Spark job cut at FIRST_ROWS rows."""
 from __future__ import annotations
 
+from collections.abc import MutableMapping
 from dataclasses import dataclass, field
 
 from ..core.catalog.commits import CommitInfo
 from ..core.catalog.state import TableInfo
+from ..core.diff.counted import live_rows
 from ..core.lakehouse import Lakehouse
 from ..core.operations import ObjectKind
 from .cells import cell_text
@@ -27,12 +32,15 @@ class TablePage:
     commit: CommitInfo
     info: TableInfo
     row_count: int | None = None  # None for a view
+    counted_by: str = ""  # "catalog" (footers and tombstones) or "spark" (a count job)
     columns: list[str] = field(default_factory=list)
     first_rows: list[list[str]] = field(default_factory=list)
     history: list[TableChange] = field(default_factory=list)
 
 
-def table_page(lakehouse: Lakehouse, ref: str, name: str) -> TablePage:
+def table_page(lakehouse: Lakehouse, ref: str, name: str, memo: MutableMapping[str, int] | None = None
+               ) -> TablePage:
+    """`memo`: rows per segment id already read from footers (segments never change)."""
     snapshot = lakehouse.snapshot(ref)
     info = snapshot.table(name)
     page = TablePage(ref, snapshot.commit, info)
@@ -40,7 +48,10 @@ def table_page(lakehouse: Lakehouse, ref: str, name: str) -> TablePage:
     page.columns = frame.columns
     page.first_rows = [[cell_text(v) for v in row] for row in frame.limit(FIRST_ROWS).collect()]
     if info.kind != ObjectKind.VIEW:
-        page.row_count = frame.count()
+        page.row_count = live_rows(lakehouse.store, lakehouse.warehouse, snapshot.state(name), memo)
+        page.counted_by = "catalog"
+        if page.row_count is None:
+            page.row_count, page.counted_by = frame.count(), "spark"
     page.history = changes_of(lakehouse, snapshot.commit, info.id)
     return page
 

@@ -47,6 +47,9 @@ class TableDiff:
     rows: RowDifference | None  # None: both versions hold the same rows (same files), nothing read
     renamed_from: str | None = None
     primary_key_before: tuple[str, ...] | None = None  # set when the primary key changed
+    before: TableState | None = None  # the two versions compared (None where the table is absent)
+    after: TableState | None = None
+    whole: bool = False  # every row compared, not only the unshared ones (core/diff/counted.py then says None)
 
     def relation(self) -> DataFrame | None:
         return None if self.rows is None else self.rows.relation()
@@ -153,7 +156,7 @@ def _table_diff(lakehouse: WriteContext, at: CommitInfo, before: Namespace, afte
         rows = row_difference(lakehouse.spark, lakehouse.warehouse, store, at, old, new, tuple(primary_key), whole)
     status = TABLE_ADDED if old is None else TABLE_DROPPED if new is None else TABLE_CHANGED
     return TableDiff(name.lower(), status, changes, rows, renamed.lower() if renamed else None,
-                     tuple(old.primary_key) if key_changed else None)
+                     tuple(old.primary_key) if key_changed else None, old, new, whole)
 
 
 def _shared_rows_read_differently(store, old: TableState, new: TableState, old_schema: Schema,

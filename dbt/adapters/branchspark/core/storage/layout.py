@@ -189,6 +189,20 @@ class Warehouse:
         return total
 
     @object_store.guarded
+    def parquet_column_values(self, relative_dir: str, columns: list[str]) -> list[tuple]:
+        """The values of `columns` in every Parquet file directly below `relative_dir`, as tuples: for small
+        metadata files (a tombstone's row ids), never table data."""
+        filesystem, base = self._fs()
+        selector = pafs.FileSelector(posixpath.join(base, relative_dir), allow_not_found=True)
+        found: list[tuple] = []
+        for info in filesystem.get_file_info(selector):
+            if info.type == pafs.FileType.File and info.base_name.endswith(".parquet"):
+                with filesystem.open_input_file(info.path) as handle:
+                    table = pq.read_table(handle, columns=columns)
+                found.extend(zip(*(table.column(c).to_pylist() for c in columns)))
+        return found
+
+    @object_store.guarded
     def check_reachable(self) -> None:
         """Before a new catalog is made for it: the bucket of an object-store warehouse exists and answers
         (one request), else StorageUnavailable, so that a bad warehouse URI creates no catalog."""
