@@ -10,12 +10,14 @@ import itertools
 import shutil
 import tempfile
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dbt.adapters.branchspark.core.changes import table_changes
 from dbt.adapters.branchspark.core.lakehouse import Lakehouse
 from tests.core.changes_replay import multiset, replay
+from tests.depth import sized
 
 TABLE = "shop.t"
 SCHEMA = "id bigint, amount double"
@@ -69,7 +71,8 @@ def apply(lh, spark, keyed: bool, operation, versions: list[str], fresh: itertoo
         lh.merge(side, "main", on_conflict="theirs")
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+@pytest.mark.deep  # random histories: 6 in `make test` (about 15 s), 24 in `make test-long`
+@settings(max_examples=sized(6, 24), deadline=None, suppress_health_check=list(HealthCheck))
 @given(keyed=st.booleans(), history=st.lists(operations, min_size=2, max_size=5), data=st.data())
 def test_replaying_changes_between_any_two_versions_gives_the_table_at_to(spark, keyed, history, data):
     warehouse = tempfile.mkdtemp(prefix="changes-property-")
