@@ -42,7 +42,10 @@ export BRANCHSPARK_TEST_PG_URL BRANCHSPARK_TEST_CONNECT_URL
 # derandomized histories per table kind) in `make test`, `full` (300) in `make test-long`.
 export BRANCHSPARK_TEST_DEPTH=${BRANCHSPARK_TEST_DEPTH:-short}
 only=()
-[ "$BRANCHSPARK_TEST_DEPTH" = long ] && only=(--deep-only)
+# The cluster test (long only) runs dbt and a Spark Connect client in its own process: a test worker that has
+# run an in-process session cannot open a Connect one (pyspark's SESSION_ALREADY_EXIST), so it runs last, alone.
+OWN_PROCESS=tests/s3/test_cluster_s3.py
+[ "$BRANCHSPARK_TEST_DEPTH" = long ] && only=(--deep-only --deselect "$OWN_PROCESS")
 started=$SECONDS
 # Two workers; tests/conftest.py hands them the slowest scopes first (--no-loadscope-reorder keeps that order).
 # Through Connect the merge tests run on SQLite: what PostgreSQL changes is the catalog, which pass 1 covers.
@@ -55,3 +58,8 @@ started=$SECONDS
   tests/core/test_merge_rules.py tests/core/test_deletion_vectors.py -k "not postgresql" \
   -n 2 --dist loadscope --no-loadscope-reorder -p no:cacheprovider -q --durations=10 "${only[@]}" "$@"
 echo "Spark Connect pass: $((SECONDS - started)) s"
+if [ "$BRANCHSPARK_TEST_DEPTH" = long ]; then
+  started=$SECONDS
+  "$PY" -m pytest "$OWN_PROCESS" -p no:cacheprovider -q -rfE "$@"
+  echo "own-process pass: $((SECONDS - started)) s"
+fi

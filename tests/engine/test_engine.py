@@ -112,6 +112,18 @@ def home_of(env) -> EngineHome:
     return EngineHome(Path(env["BRANCHSPARK_ENGINE_HOME"]))
 
 
+def running_engine(env, warm_up: bool = False):
+    """The module's engine: the one a test before started, else one started here. `make test-long` runs this
+    module's long-only tests without the others (`--deep-only`), so none of them may count on an earlier test's
+    engine. `warm_up`: a new engine runs its warm-up (the module's env turns it off)."""
+    state = home_of(env).read()
+    if state is None or not pid_alive(state.pid):
+        attach({**env, "BRANCHSPARK_ENGINE_WARMUP": "1"} if warm_up else env)
+        state = home_of(env).read()
+    assert state is not None and pid_alive(state.pid), "an attach left no engine running"
+    return state
+
+
 def attach(env, **extra) -> subprocess.CompletedProcess:
     done = subprocess.run([sys.executable, "-c", ATTACH], env={**env, **extra}, capture_output=True, text=True,
                           timeout=400)
@@ -206,6 +218,7 @@ def test_concurrent_first_use_starts_one_engine(engine_env):
 def test_a_new_engine_warms_itself_up_and_leaves_nothing_behind(engine_env):
     """The engine started above runs its warm-up (engine/warmup.py) once it answers: a branchspark workload
     on a scratch warehouse in its home, removed after; status and the log say when it ended."""
+    running_engine(engine_env, warm_up=True)
     home = home_of(engine_env)
     deadline = time.monotonic() + 300
     while (state := home.read()) is not None and state.warmed_at is None and time.monotonic() < deadline:
@@ -221,7 +234,7 @@ def test_a_new_engine_warms_itself_up_and_leaves_nothing_behind(engine_env):
 
 @pytest.mark.long_only  # engines are JVMs of their own: `make test` starts few (tests/depth.py)
 def test_two_projects_at_once_stay_isolated(engine_env, tmp_path):
-    pid = home_of(engine_env).read().pid
+    pid = running_engine(engine_env).pid
     a = make_project(tmp_path, "project_a", tmp_path / "wh_a", "UTC", [1, 2, 3])
     b = make_project(tmp_path, "project_b", tmp_path / "wh_b", "Asia/Tokyo", [100, 200])
     for project in (a, b):
@@ -272,7 +285,7 @@ def test_ctrl_c_of_dbt_run_lands_nothing_and_engine_serves_the_next_run(engine_e
 @pytest.mark.long_only  # another way an engine is replaced: make test kills one (below)
 def test_version_mismatch_restarts_the_engine(engine_env):
     home = home_of(engine_env)
-    old = home.read()
+    old = running_engine(engine_env)
     old.identity = {**old.identity, "pyspark": "3.5.0"}  # as if started by another pyspark
     home.write(old)
     done = attach(engine_env)
@@ -284,7 +297,7 @@ def test_version_mismatch_restarts_the_engine(engine_env):
 
 @pytest.mark.long_only  # another way an engine is replaced: make test kills one (below)
 def test_hung_engine_is_replaced(engine_env):
-    old = home_of(engine_env).read()
+    old = running_engine(engine_env)
     os.kill(old.pid, signal.SIGSTOP)  # listening, never answering
     try:
         done = attach(engine_env, BRANCHSPARK_ENGINE_PROBE_TIMEOUT="5")

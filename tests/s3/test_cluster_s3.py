@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from pyspark.sql import SparkSession
 
+from dbt.adapters.branchspark.core.connect import is_connect
 from dbt.adapters.branchspark.core.lakehouse import Lakehouse
 from dbt.adapters.branchspark.core.spark_session import connect_session
 from tests.functional.test_merge_dbt import dbt, sample, tables  # noqa: F401
@@ -54,6 +56,10 @@ def _dbt_process(project, *args):
 
 
 def test_flow_on_the_cluster_and_a_worker_killed_during_a_run(cluster, sample, s3_warehouse, s3_catalog):
+    active = SparkSession.getActiveSession()
+    assert active is None or is_connect(active), (
+        "this process already runs an in-process Spark session, so it cannot open a Spark Connect one: run this "
+        "module in a pytest process of its own, as tests/run.sh does")
     _profile(sample, cluster["url"], s3_warehouse, s3_catalog)
     assert dbt(sample, "seed", "--target", "dev").success
     assert dbt(sample, "run", "--target", "dev").success
