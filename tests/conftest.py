@@ -157,6 +157,8 @@ SLOWEST_FIRST = [
     "tests/s3/test_lakehouse_s3.py",
     "tests/core/test_changes_property.py",
 ]
+if LONG:  # full size, the metamorphic test's two kinds are the longest scopes after the model test's
+    SLOWEST_FIRST.insert(1, SLOWEST_FIRST.pop(SLOWEST_FIRST.index("tests/model/test_compaction_metamorphic.py")))
 KEEP_CATALOGS_TOGETHER = {"tests/core/test_concurrency.py"}
 # Each test of these is a scope of its own: the model test's two table kinds take 15-30 minutes each, and
 # one worker running both would end the suite long after the other.
