@@ -168,7 +168,8 @@ def main() -> None:
     total, changed = int(10_000_000 * args.scale), max(int(10_000 * args.scale), 10)
     steps = args.steps.split(",")
     root = scratch_dir("peers")
-    print(f"bench/peers.py: {total:,} rows, {changed:,} changed rows, {args.repeats} rounds; scratch {root}; "
+    print(f"bench/peers.py: steps {args.steps}; {total:,} rows, {changed:,} changed rows (the table's steps), "
+          f"{args.repeats} rounds; scratch {root}; "
           f"load average {os.getloadavg()[0]:.1f} at start", flush=True)
     results: dict[str, dict[str, float]] = {}
     extra: dict[str, dict[str, int]] = {}
@@ -282,7 +283,7 @@ def report(results: dict, extra: dict) -> None:
             ratio = ours / seconds if seconds else float("inf")
             target = TARGETS.get(step)
             verdict = "" if target is None else f"  (target <= {target}x: {'ok' if ratio <= target else 'OVER'})"
-            print(f"  vs {label:<14} {seconds:9.3f} s   ratio {ratio:8.3f}x{verdict}")
+            print(f"  vs {label:<17} {seconds:9.3f} s   ratio {ratio:8.3f}x{verdict}")
     for step, sizes in extra.items():
         print(f"{step}: " + ", ".join(f"{label} {size:,} B" for label, size in sizes.items()))
 
