@@ -1,6 +1,6 @@
 """branchspark side by side with Delta Lake and Apache Iceberg on the same work, in one run (issue 52).
 
-    python bench/peers.py [--scale 1.0] [--repeats 3] [--steps upsert,changes,scan,preview] [--keep]
+    python bench/peers.py [--scale 1.0] [--repeats 3] [--steps upsert,changes,scan,preview,dbt] [--keep]
 
 At scale 1: a table of 10M rows (id, amount, customer; 4 files), 10k changed rows per upsert. `--scale 0.01`
 runs the same at 100k rows and 100 changes. Two Spark processes with the same settings (`local[2]`, 4 shuffle
@@ -21,9 +21,15 @@ rotating per round, so all sides share the machine's load alike; medians of `--r
     preview     a CI preview environment of the project (its one 10M-row table): a branchspark branch
                 against Delta SHALLOW CLONE, a Delta rebuild (CREATE TABLE AS SELECT) and an Iceberg branch per
                 table; wall time and bytes written under the warehouse (branchspark: and its catalog file)
+    dbt         `dbt run` of the sample project (sample_project/, its models but the branchspark-only
+                fct_order_changes) from the shell, wall time of the whole process: branchspark on its warm
+                local engine (started and warmed up before the rounds: the run attaches to it) and on
+                `method: session` (the run starts its JVM), against dbt-spark 1.11 `method: session` in
+                .venv-peers with `file_format: delta` and with `file_format: iceberg` (cold JVM start
+                included); one row per branchspark setup. Not scaled by --scale (the sample's seeds); runs
+                first and needs neither the generated table nor this process's Spark. Details: bench/peers_dbt.py
 
-The dbt row of the issue (`dbt run` of the sample project against dbt-spark on Delta and Iceberg) is not
-measured here yet: see README, "Against Delta Lake and Apache Iceberg". Exits 0 whatever the ratios are.
+Exits 0 whatever the ratios are.
 """
 from __future__ import annotations
 
@@ -51,6 +57,7 @@ TARGETS = {"upsert": 1.1, "changes": 1.2, "scan": 1.2, "preview": 0.01}
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import peers_side  # noqa: E402  (stdlib and pyspark only: the same rows on both sides)
+from peers_dbt import dbt_step  # noqa: E402
 
 
 class PeersProcess:
@@ -155,16 +162,23 @@ def main() -> None:
     parser.add_argument("--scale", type=float, default=1.0, help="1.0: 10M rows, 10k changes")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--keep", action="store_true")
-    parser.add_argument("--steps", default="upsert,changes,scan,preview",
-                        help="comma-separated subset of upsert, changes (needs upsert), scan, preview")
+    parser.add_argument("--steps", default="upsert,changes,scan,preview,dbt",
+                        help="comma-separated subset of upsert, changes (needs upsert), scan, preview, dbt")
     args = parser.parse_args()
     total, changed = int(10_000_000 * args.scale), max(int(10_000 * args.scale), 10)
+    steps = args.steps.split(",")
     root = scratch_dir("peers")
-    print(f"bench/peers.py: {total:,} rows, {changed:,} changed rows, {args.repeats} rounds; scratch {root}; "
+    print(f"bench/peers.py: steps {args.steps}; {total:,} rows, {changed:,} changed rows (the table's steps), "
+          f"{args.repeats} rounds; scratch {root}; "
           f"load average {os.getloadavg()[0]:.1f} at start", flush=True)
-    bs, peers = Branchspark(root), PeersProcess(root)
     results: dict[str, dict[str, float]] = {}
     extra: dict[str, dict[str, int]] = {}
+    if "dbt" in steps:  # first, before this process's Spark and the peers' process hold their memory
+        dbt_rows(root, args.repeats, results)
+    if not set(steps) - {"dbt"}:
+        finish(root, results, extra, args.keep)
+        return
+    bs, peers = Branchspark(root), PeersProcess(root)
     try:
         import pyspark
         print(f"branchspark: pyspark {pyspark.__version__}; peers: Spark {peers.version}, "
@@ -173,7 +187,6 @@ def main() -> None:
         setup = {"branchspark": bs.setup(total)["seconds"], "peers (3 tables)": peers("setup", total=total)["seconds"]}
         print("setup (untimed for the ratios): " + ", ".join(f"{k} {v:.1f} s" for k, v in setup.items()), flush=True)
 
-        steps = args.steps.split(",")
         kinds = peers_side.KINDS
         sides = {"branchspark": lambda i: bs.upsert(total, changed, i)}
         for kind in kinds:
@@ -200,11 +213,29 @@ def main() -> None:
             preview_step(bs, peers, args.repeats, results, extra)
     finally:
         peers.close()
+    finish(root, results, extra, args.keep)
+
+
+def finish(root: str, results: dict, extra: dict, keep: bool) -> None:
     print("\n######## all steps")
     report(results, extra)
     print(f"\nload average {os.getloadavg()[0]:.1f} at end")
-    if not args.keep:
+    if not keep:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def dbt_rows(root: str, repeats: int, results: dict) -> None:
+    """`dbt run` from the shell on four setups (bench/peers_dbt.py); one row per branchspark setup."""
+    if not os.path.exists(os.path.join(os.path.dirname(PEERS_PYTHON), "dbt")):
+        raise SystemExit("bench/peers.py's dbt step needs dbt-spark in the peers' environment: run `make peers`")
+    jars = sorted(os.path.join(PEERS_JARS, j) for j in os.listdir(PEERS_JARS) if j.endswith(".jar"))
+    print("\n== dbt: `dbt run` of the sample project from the shell, wall time of the process", flush=True)
+    times = dbt_step(root, SPARK, jars, repeats, rounds)
+    peers_times = {"dbt-spark delta": times["dbt-spark delta"], "dbt-spark iceberg": times["dbt-spark iceberg"]}
+    results["dbt run, warm engine (already started)"] = {"branchspark": times["branchspark, warm engine"],
+                                                         **peers_times}
+    results["dbt run, method: session (cold JVM)"] = {"branchspark": times["branchspark, session"], **peers_times}
+    report({k: results[k] for k in list(results)[-2:]}, {})
 
 
 def scan_step(bs, peers, repeats, results) -> None:
@@ -252,7 +283,7 @@ def report(results: dict, extra: dict) -> None:
             ratio = ours / seconds if seconds else float("inf")
             target = TARGETS.get(step)
             verdict = "" if target is None else f"  (target <= {target}x: {'ok' if ratio <= target else 'OVER'})"
-            print(f"  vs {label:<14} {seconds:9.3f} s   ratio {ratio:8.3f}x{verdict}")
+            print(f"  vs {label:<17} {seconds:9.3f} s   ratio {ratio:8.3f}x{verdict}")
     for step, sizes in extra.items():
         print(f"{step}: " + ", ".join(f"{label} {size:,} B" for label, size in sizes.items()))
 
