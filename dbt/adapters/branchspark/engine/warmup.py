@@ -25,6 +25,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from ..core.catalog.store import default_catalog_url
 from ..core.changes import table_changes
 from ..core.lakehouse import Lakehouse
 from ..core.spark_session import spark_session
@@ -44,7 +45,9 @@ def workload(spark: SparkSession, warehouse: str, busy=lambda: False) -> None:
         if busy():
             raise Yielded()
 
-    lh = Lakehouse(spark, warehouse)
+    # Its own catalog in the scratch warehouse: the user's environment may name theirs (BRANCHSPARK_CATALOG_URL),
+    # which the warm-up must neither write nor bind to a warehouse that is deleted after.
+    lh = Lakehouse(spark, warehouse, catalog_url=default_catalog_url(warehouse))
     orders = spark.range(ROWS).selectExpr(
         "id", "id % 97 AS customer_id", "CAST(id * 1.5 AS DOUBLE) AS amount",
         "concat('s', CAST(id % 5 AS STRING)) AS status", "date_add(DATE'2024-01-01', CAST(id % 90 AS INT)) AS day")
