@@ -15,6 +15,7 @@ import tempfile
 from pyspark import SparkContext
 
 from . import jvm_archive
+from .catalog.store import default_catalog_url
 from .changes import table_changes
 from .diff.plan import branch_diff
 from .lakehouse import Lakehouse
@@ -23,7 +24,8 @@ from .spark_session import spark_session
 
 def _branch_work(spark, warehouse: str) -> None:
     """What a dbt run, a merge and a review ask of a driver, so their classes are in the archive."""
-    lakehouse = Lakehouse(spark, warehouse)
+    # its own catalog: the environment may name the user's (BRANCHSPARK_CATALOG_URL), which must stay untouched
+    lakehouse = Lakehouse(spark, warehouse, catalog_url=default_catalog_url(warehouse))
     rows = spark.createDataFrame([(i, f"name {i}", i * 1.5) for i in range(6)], "id bigint, name string, x double")
     with lakehouse.transaction("main", message="base") as tx:
         tx.create_database("shop")
