@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export PYSPARK_PYTHON := $(abspath $(PY))
 
-.PHONY: install peers test test-long demo bench bench-dbt bench-dbt-cli bench-peers test-model test-model-long
+.PHONY: install peers test test-long demo demo-s3 bench bench-dbt bench-dbt-cli bench-peers test-model test-model-long
 
 $(VENV)/.installed: setup.py
 	python3 -m venv $(VENV)
@@ -75,6 +75,10 @@ test-long: install peers
 
 demo: install
 	cd sample_project && PATH="$(abspath $(VENV))/bin:$$PATH" bash run_demo.sh
+
+# The same demo with its warehouse on an S3-compatible server (moto on 127.0.0.1, issue 51; docs/deploy.md)
+demo-s3: install
+	PY=$(PY) bash sample_project/run_demo_on_s3.sh
 
 bench: install
 	$(PY) bench/branch_create.py
