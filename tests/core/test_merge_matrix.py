@@ -13,12 +13,15 @@ are "ok" here; the rule tests in test_merge_rules.py make them collide.
 from __future__ import annotations
 
 import itertools
+import uuid
+from contextlib import contextmanager
 
 import pytest
 
 from dbt.adapters.branchspark.core import errors
 from dbt.adapters.branchspark.core.lakehouse import Lakehouse
 from tests.pg_catalog import CATALOG_KINDS, catalog_of_kind
+from tests.s3_store import s3_client
 
 TABLE_OPS = ["drop", "alter name", "alter props", "alter column", "alter partition", "insert", "delete", "update",
              "overwrite", "compaction"]
@@ -134,14 +137,30 @@ def perform(lh: Lakehouse, spark, branch: str, op: str, side: str) -> None:
         ops.compact(table)
 
 
-@pytest.fixture(scope="module", params=CATALOG_KINDS)
+# The whole matrix on object storage too (issue 51; `make test-long`: `make test` runs a keyed and a keyless cell
+# on S3 in tests/s3/): a warehouse in a bucket of the S3 server tests/run.sh starts, a SQLite catalog.
+ON_S3 = pytest.param("s3_warehouse", marks=pytest.mark.long_only, id="s3_warehouse")
+
+
+@contextmanager
+def _warehouse_and_catalog(kind: str, tmp_path_factory):
+    if kind != "s3_warehouse":
+        with catalog_of_kind(kind) as url:
+            yield str(tmp_path_factory.mktemp("matrix") / "warehouse"), url
+        return
+    bucket = f"bs-matrix-{uuid.uuid4().hex[:12]}"
+    s3_client().create_bucket(Bucket=bucket)
+    yield f"s3a://{bucket}/warehouse", f"sqlite:///{tmp_path_factory.mktemp('matrix')}/catalog.db"
+
+
+@pytest.fixture(scope="module", params=CATALOG_KINDS + [ON_S3])
 def base_lh(request, spark, tmp_path_factory):
-    """One catalog per kind (SQLite, PostgreSQL) for the whole matrix: main holds the base; every cell
-    branches from it (no copies)."""
+    """One catalog per kind (SQLite, PostgreSQL; and a warehouse on S3 with SQLite) for the whole matrix: main
+    holds the base; every cell branches from it (no copies)."""
     first = {i: r for i, r in BASE_ROWS.items() if i <= 3}
     second = {i: r for i, r in BASE_ROWS.items() if i > 3}
-    with catalog_of_kind(request.param) as url:
-        lh = Lakehouse(spark, str(tmp_path_factory.mktemp("matrix") / "warehouse"), url)
+    with _warehouse_and_catalog(request.param, tmp_path_factory) as (warehouse, url):
+        lh = Lakehouse(spark, warehouse, url)
         with lh.transaction("main") as tx:
             tx.create_database("shop", properties={"owner": "base", "tier": "1"})
             tx.create_table_as("shop.t", spark.createDataFrame(list(first.values()), "id bigint, a bigint, g string"))
