@@ -96,6 +96,18 @@ def write_yaml(path: str, data: dict) -> None:
         yaml.safe_dump(data, out, sort_keys=False)
 
 
+def escape_seed_quotes(project: str) -> None:
+    """dbt-spark's session cursor pastes bound values into the SQL unescaped ('Seán O'Brien' is a syntax
+    error): a backslash before each quote in the project's seed CSVs makes Spark read back the same string."""
+    for root, _, files in os.walk(os.path.join(project, "seeds")):
+        for file in (f for f in files if f.endswith(".csv")):
+            path = os.path.join(root, file)
+            with open(path, encoding="utf-8") as src:
+                text = src.read()
+            with open(path, "w", encoding="utf-8") as out:
+                out.write(text.replace("'", "\\'"))
+
+
 def spark_config(side_dir: str) -> dict:
     return {**SPARK_CONFIG, "spark.sql.warehouse.dir": os.path.join(side_dir, "spark-warehouse")}
 
@@ -137,16 +149,7 @@ def setup_dbt_spark(side_dir: str) -> str:
     with open(fct, "w") as out:
         out.write(new)
 
-    # dbt-spark's session cursor pastes bound values into the SQL unescaped ('Seán O'Brien' is a
-    # syntax error): a backslash before each quote makes Spark read back the same string.
-    for root, _, files in os.walk(os.path.join(project, "seeds")):
-        for file in files:
-            if file.endswith(".csv"):
-                path = os.path.join(root, file)
-                with open(path, encoding="utf-8") as src:
-                    text = src.read()
-                with open(path, "w", encoding="utf-8") as out:
-                    out.write(text.replace("'", "\\'"))
+    escape_seed_quotes(project)
 
     for root, _, files in os.walk(os.path.join(project, "models")):
         for file in files:

@@ -42,7 +42,7 @@ import sys
 import time
 
 from dbt_cli import wait_for_engine_warmup
-from dbt_run import copy_project, write_yaml
+from dbt_run import copy_project, escape_seed_quotes, write_yaml
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.dirname(sys.executable)
@@ -81,13 +81,7 @@ def dbt_spark_project(side_dir: str, file_format: str, spark: dict, jars: list[s
         config[kind] = config.get(kind) or {}
         config[kind].setdefault(config["name"], {})["+file_format"] = file_format
     write_yaml(config_path, config)
-    for root, _, files in os.walk(os.path.join(project, "seeds")):
-        for file in (f for f in files if f.endswith(".csv")):
-            path = os.path.join(root, file)
-            with open(path, encoding="utf-8") as src:
-                text = src.read()
-            with open(path, "w", encoding="utf-8") as out:
-                out.write(text.replace("'", "\\'"))
+    escape_seed_quotes(project)
     for root, _, files in os.walk(os.path.join(project, "models")):
         for file in (f for f in files if f.endswith((".sql", ".py"))):
             path = os.path.join(root, file)
