@@ -10,15 +10,18 @@ cd "$(dirname "$0")/.."
 REPO=$PWD
 PY=${PY:-$REPO/.venv/bin/python}
 BUCKET=${BRANCHSPARK_DEMO_BUCKET:-branchspark-demo}
+state=$(mktemp -d)  # the catalog and the engine's home: removed at the end, also when a step fails
+own_server=
+cleanup() { rm -rf "$state"; if [ -n "$own_server" ]; then "$REPO/tests/moto_server.sh" stop; fi; }
+trap cleanup EXIT
 if [ -z "${AWS_ENDPOINT_URL:-}" ]; then
   export BRANCHSPARK_S3_PORT=${BRANCHSPARK_S3_PORT:-5090}
   AWS_ENDPOINT_URL=$(tests/moto_server.sh start)
-  trap '"$REPO/tests/moto_server.sh" stop' EXIT
+  own_server=1
   export AWS_ENDPOINT_URL AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=demo AWS_SECRET_ACCESS_KEY=demo-secret
 fi
 "$PY" -c "import boto3, sys; s3 = boto3.client('s3')
 if sys.argv[1] not in [b['Name'] for b in s3.list_buckets()['Buckets']]: s3.create_bucket(Bucket=sys.argv[1])" "$BUCKET"
-state=$(mktemp -d)
 export BRANCHSPARK_DEMO_WAREHOUSE=s3a://$BUCKET/demo-$(date +%s)
 export BRANCHSPARK_CATALOG_URL=sqlite:///$state/catalog.db
 # an engine of its own, started with these variables (a running one may have been started without them)
@@ -33,4 +36,3 @@ print(f'the warehouse holds {len(objects)} objects, {sum(o[\"Size\"] for o in ob
 if [ -f ".moto-server/${BRANCHSPARK_S3_PORT:-}/requests.log" ]; then
   echo "the S3 server answered $(grep -c '" [0-9][0-9][0-9] ' ".moto-server/$BRANCHSPARK_S3_PORT/requests.log" || true) requests"
 fi
-rm -rf "$state"
