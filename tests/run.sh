@@ -46,34 +46,19 @@ only=()
 # run an in-process session cannot open a Connect one (pyspark's SESSION_ALREADY_EXIST), so it runs last, alone.
 OWN_PROCESS=tests/s3/test_cluster_s3.py
 [ "$BRANCHSPARK_TEST_DEPTH" = long ] && only=(--deep-only --deselect "$OWN_PROCESS")
-# The Spark Connect pass runs beside pass 1, on one worker, its output kept until pass 1 has printed its own:
-# pass 1's workers leave the cores idle while they wait (on processes they start, on sleeps of the engine's
-# idle tests, at their ends), and the Connect pass fills that time.
-# Through Connect the merge tests run on SQLite: what PostgreSQL changes is the catalog, which pass 1 covers;
-# the matrix's warehouse on S3 too (the test Connect server has no S3 settings; pass 1 runs it at the long depth).
-passes=$(mktemp -d)
-stop+=("rm -rf $passes")
-(
-  started=$SECONDS
-  status=0
-  "$PY" -m pytest --connect tests/functional/adapter tests/core/test_merge_base.py tests/core/test_merge_matrix.py \
-    tests/core/test_merge_rules.py tests/core/test_deletion_vectors.py -k "not postgresql and not s3_warehouse" \
-    -n 1 --dist loadscope --no-loadscope-reorder -p no:cacheprovider -q --durations=10 "${only[@]}" "$@" || status=$?
-  echo "Spark Connect pass: $((SECONDS - started)) s"
-  exit $status
-) >"$passes/connect.log" 2>&1 &
-connect_pass=$!
 started=$SECONDS
 # Two workers; tests/conftest.py hands them the slowest scopes first (--no-loadscope-reorder keeps that order).
+# Through Connect the merge tests run on SQLite: what PostgreSQL changes is the catalog, which pass 1 covers;
+# the matrix's warehouse on S3 too (the test Connect server has no S3 settings; pass 1 runs it at the long depth).
 # --durations: CI's log names the slowest tests (the suite's time is a target, issue 50).
-in_process=0
-"$PY" -m pytest tests -n 2 --dist loadscope --no-loadscope-reorder \
-  -p no:cacheprovider -q --durations=25 "${only[@]}" "$@" || in_process=$?
+"$PY" -m pytest tests -n 2 --dist loadscope --no-loadscope-reorder -p no:cacheprovider -q --durations=25 \
+  "${only[@]}" "$@"
 echo "in-process pass: $((SECONDS - started)) s"
-connect=0
-wait $connect_pass || connect=$?
-cat "$passes/connect.log"
-[ $in_process = 0 ] && [ $connect = 0 ] || exit 1
+started=$SECONDS
+"$PY" -m pytest --connect tests/functional/adapter tests/core/test_merge_base.py tests/core/test_merge_matrix.py \
+  tests/core/test_merge_rules.py tests/core/test_deletion_vectors.py -k "not postgresql and not s3_warehouse" \
+  -n 2 --dist loadscope --no-loadscope-reorder -p no:cacheprovider -q --durations=10 "${only[@]}" "$@"
+echo "Spark Connect pass: $((SECONDS - started)) s"
 if [ "$BRANCHSPARK_TEST_DEPTH" = long ]; then
   started=$SECONDS
   "$PY" -m pytest "$OWN_PROCESS" -p no:cacheprovider -q -rfE "$@"
