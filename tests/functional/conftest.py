@@ -14,7 +14,6 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 # Cheaper small queries and one GC thread, as for the core tests (tests/spark_settings.py says why).
 TEST_SPARK_CONFIG = {
     "spark.master": "local[2]",
-    "spark.driver.memory": "2g",
     **ONE_PARTITION,
     **FAST_SMALL_QUERIES,
     **FAST_TEST_JVM,

@@ -209,6 +209,7 @@ class TestHooksAroundTheBuild(EventsSeeded):
         run_dbt(["seed"])
         run_dbt(["snapshot"])  # the second run stages the changes in a session view, then drops it
         # other tests of this worker's session may leave views of failed builds: only this snapshot's counts
-        assert "events_snapshot__dbt_tmp" not in [t.name for t in spark.catalog.listTables() if t.isTemporary]
+        temp_views = [r.tableName for r in spark.sql("SHOW TABLES").where("isTemporary").collect()]
+        assert "events_snapshot__dbt_tmp" not in temp_views
         rows = project.run_sql(f"select count(*) from {project.test_schema}.events_snapshot", fetch="one")
         assert rows[0] == 4 + 2 + 2  # ids 2 and 3 changed (a new version each), ids 5 and 6 new
