@@ -10,7 +10,7 @@ plans made with code generation run with Spark's defaults in-process too (tests/
 # Interpreted expressions too (`factoryMode=NO_CODEGEN`): with whole-stage code generation off, each task still
 # compiled its projections and orderings with Janino, a quarter of the task threads' samples in a Java Flight
 # Recorder profile of a keyed model batch; interpreted, the batch took 57.7 s against 63-69 s, its JVM 63 s of CPU
-# against 71 s (2026-11-29, evening). Spark's typed paths cannot decode rows this way (`spark.catalog.listTables()`
+# against 71 s (2026-11-29, night). Spark's typed paths cannot decode rows this way (`spark.catalog.listTables()`
 # fails): tests list views with SQL (`SHOW TABLES`).
 FAST_SMALL_QUERIES = {"spark.sql.adaptive.enabled": "false", "spark.sql.codegen.wholeStage": "false",
                       "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
@@ -25,4 +25,8 @@ ONE_PARTITION = {"spark.sql.shuffle.partitions": "1", "spark.default.parallelism
 # 2026-11-26). Short-lived writer processes keep the client compiler (tests/core/writer_process.py).
 # The default 1 GB heap held 300-600 MB live during a model batch and collected it in full 15 times a minute
 # (6 s of a 63 s batch); 3 GB halves the full collections. Two test JVMs and the Connect server fit in 24 GB.
-FAST_TEST_JVM = {"spark.driver.extraJavaOptions": "-XX:+UseSerialGC", "spark.driver.memory": "3g"}
+# Spark sizes a task's memory pages (sorts, aggregations, joins) from the heap: megabytes each, allocated straight
+# into the old generation, so a keyless batch still collected it in full 17 times (10.7 s); pages of 1 MB die
+# young: 3 full collections, the batch 92 s against 99-103 s (bench/model_batch.py, 2026-11-29, night).
+FAST_TEST_JVM = {"spark.driver.extraJavaOptions": "-XX:+UseSerialGC", "spark.driver.memory": "3g",
+                 "spark.buffer.pageSize": "1m"}
