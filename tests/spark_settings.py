@@ -1,10 +1,10 @@
 """Spark settings of the test processes (the pytest workers and the writer processes they start).
 
-Tests run thousands of queries over a few rows each: there, planning adaptively and compiling
-whole-stage code cost seconds per query and gain nothing, so in-process test sessions skip both (the
-rows are the same either way). The Spark Connect pass keeps the server's defaults, so the merge tests,
-the conformance suite and the deletion-vector reads also run with both on; the modules that check
-plans made with code generation run with Spark's defaults in-process too (tests/conftest.py).
+Tests run thousands of queries over a few rows each: there, planning adaptively and generating code
+(whole stages, and each task's expressions) cost seconds per query and gain nothing, so in-process test
+sessions skip them (the rows are the same either way). The Spark Connect pass keeps the server's defaults,
+so the merge tests, the conformance suite and the deletion-vector reads also run with them on; the modules
+that check plans made with code generation run with Spark's defaults in-process too (tests/conftest.py).
 """
 
 # Interpreted expressions too (`factoryMode=NO_CODEGEN`): with whole-stage code generation off, each task still
