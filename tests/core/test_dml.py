@@ -59,6 +59,23 @@ def test_update_tombstones_old_rows_and_writes_new_images(lh, orders):
     assert rows(lh.read(orders).filter("id = 2")) == [(2, 2001.0)]
 
 
+def test_a_delete_and_an_update_count_their_tombstone_as_they_write_it(lh, spark, orders):
+    """A tombstone's summary (its rows, the segments and files they live in) is observed while it is written:
+    a delete is one Spark job, an update two (its tombstone, its new images), not one more each to read the
+    tombstone back."""
+    scheduler = spark.sparkContext._jsc.sc().dagScheduler()
+    before = scheduler.nextJobId()
+    assert lh.branch("main").delete(orders, "id = 1") == 1
+    assert scheduler.nextJobId() - before == 1
+    before = scheduler.nextJobId()
+    assert lh.branch("main").update(orders, "id >= 4", {"amount": "amount + 1"}) == 2
+    assert scheduler.nextJobId() - before == 2
+    operations = [entry.operations[0] for entry in lh.log("main", 2)]
+    assert [(op.op, op.detail["rows"]) for op in operations] == [("update", 2), ("delete", 1)]
+    assert all(op.detail["segments_touched"] for op in operations)
+    assert rows(lh.read(orders)) == [(2, 20.0), (3, 30.0), (4, 41.0), (5, 51.0)]
+
+
 def test_update_rejects_unknown_column_and_bad_expression(lh, orders):
     head = lh.get_branch("main").head
     with pytest.raises(errors.ColumnNotFound):

@@ -11,7 +11,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from urllib.parse import unquote
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import functions as F
 
 from ..catalog.schema import Schema
 from ..catalog.state import SegmentInfo, SegmentKind, TableState
@@ -80,19 +81,21 @@ class SegmentWriter:
         # SQL text: one JVM call per expression (docs/performance.md, "Planning")
         rows = doomed.selectExpr(*[quote(c.name) for c in schema.columns], SEGMENT_COLUMN, ROW_FILE, ROW_POS,
                                  ROW_SEQ, f"CAST({int(seq)} AS BIGINT) AS {TOMB_SEQ}")
+        observed = None
+        if summary is None:
+            # Counted while the write runs (observed metrics), not by reading the tombstone back: a job less
+            # per delete, update and merge tombstone (docs/performance.md, "A tombstone counted as it is written").
+            observed = Observation()
+            rows = rows.observe(observed, *_tombstone_counts())
         rows.write.mode("error").parquet(self.warehouse.uri(relative))
         if fault:
             fault("write.after_files")
         if callable(summary):
             summary = summary()
-        if summary is None:
-            # One small row per touched data file: metadata, not table data. The schema is known, so
-            # reading it back needs no inference job.
-            touched = (self.spark.read.schema(rows.schema).parquet(self.warehouse.uri(relative))
-                       .groupBy(SEGMENT_COLUMN, ROW_FILE).count().collect())
-            summary = TombstoneSummary(sum(r["count"] for r in touched),
-                                       frozenset(r[SEGMENT_COLUMN] for r in touched),
-                                       frozenset(r[ROW_FILE] for r in touched))
+        if observed is not None:
+            metrics = observed.get
+            summary = TombstoneSummary(int(metrics.get("rows") or 0), frozenset(metrics.get("segments") or ()),
+                                       frozenset(metrics.get("files") or ()))
         if summary.rows == 0:
             self.warehouse.delete_dir(relative)
             return None
@@ -141,6 +144,12 @@ class SegmentWriter:
         else:
             self.warehouse.delete_dir(segment_dir)
         return segments, tombstone
+
+
+def _tombstone_counts() -> list:
+    """Metrics of a tombstone's rows, observed as they are written: what its summary (TombstoneSummary) needs."""
+    return [F.expr("count(1) AS rows"), F.expr(f"collect_set({SEGMENT_COLUMN}) AS segments"),
+            F.expr(f"collect_set({ROW_FILE}) AS files")]
 
 
 def side_by_side(writes: dict[object, Callable]) -> dict:
