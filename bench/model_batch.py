@@ -1,13 +1,14 @@
 """One batch of the model test (tests/model) in a test-configured session: where a batch's time and CPU go.
 
     python bench/model_batch.py [--kind keyed|keyless] [--cases 30] [--warm 30] [--conf KEY=VALUE ...]
-                                [--driver-memory 3g] [--jfr FILE]
+                                [--driver-memory 3g] [--jfr FILE] [--phases]
 
 Warms the JVM with a first batch of `--warm` cases, then times the second batch of the `quick` profile's
 derandomized sequence and prints its wall time, its Spark jobs, the JVM's CPU (from /proc), the time its
 collectors and JIT compilers took, and how long the test's readbacks (driver._json_rows) took. `--conf`
 changes one Spark setting of the session (several may be given): run it once per setting to compare side by
 side. `--jfr` records the measured batch with Java Flight Recorder (`jfr print --stack-depth 300 ...` reads it).
+`--phases` adds a table of each phase's and each operation kind's wall time and Spark jobs.
 """
 from __future__ import annotations
 
@@ -51,6 +52,8 @@ def main() -> None:
     parser.add_argument("--conf", action="append", default=[], help="KEY=VALUE, a Spark setting")
     parser.add_argument("--driver-memory", help="the session's heap (the tests' default is in tests/spark_settings)")
     parser.add_argument("--jfr", help="record the measured batch with Java Flight Recorder into this file")
+    parser.add_argument("--phases", action="store_true",
+                        help="also print each phase's and each operation kind's wall time and Spark jobs")
     args = parser.parse_args()
 
     config = {**ONE_PARTITION, **FAST_SMALL_QUERIES, **FAST_TEST_JVM}
@@ -84,6 +87,16 @@ def main() -> None:
 
     driver._json_rows = timed_json_rows
     scheduler = spark.sparkContext._jsc.sc().dagScheduler()
+    phases = PhaseClock(scheduler) if args.phases else None
+    if phases:
+        phases.wrap(driver, "_run_on_engine", lambda spark, tx, name, table, op: f"op {op[0]}")
+        phases.wrap(driver.Batch, "build", lambda self: "build")
+        phases.wrap(driver.Batch, "merge_and_check", lambda self: "merge and checks")
+        phases.wrap(driver.Batch, "_check_rows", lambda self, settled: "  check rows")
+        phases.wrap(driver.Batch, "_check_changes", lambda self, settled: "  check changes")
+        phases.wrap(driver.Batch, "_check_merge_range", lambda self, head, settled: "  check merge range")
+        phases.wrap(driver.Lakehouse, "merge", lambda self, *a, **k: "  merge, on_conflict " + (
+            k["on_conflict"] if isinstance(k.get("on_conflict"), str) else "per table"))
     pid = spark._jvm.java.lang.ProcessHandle.current().pid()
     if args.jfr:
         subprocess.run(["jcmd", str(pid), "JFR.start", "name=batch", "settings=profile", f"filename={args.jfr}"],
@@ -97,6 +110,38 @@ def main() -> None:
     print(f"{args.kind}: {len(drawn[1])} cases in {wall:.1f} s, {scheduler.nextJobId() - jobs} Spark jobs, "
           f"readbacks {readback[0]:.1f} s, {len(problems)} mismatch(es); settings {args.conf or 'as the tests'}")
     print("  " + ", ".join(f"{k} {after[k] - before[k]:.1f}" for k in after))
+    if phases:
+        phases.report()
+
+
+class PhaseClock:
+    """Wall time and Spark jobs per named phase, by wrapping the functions that make up a batch (nested phases
+    count in their parents too)."""
+
+    def __init__(self, scheduler):
+        self.scheduler = scheduler
+        self.seen: dict[str, list] = {}
+
+    def wrap(self, owner, attribute: str, name_of) -> None:
+        inner = getattr(owner, attribute)
+
+        def timed(*args, **kwargs):
+            name = name_of(*args, **kwargs)
+            jobs, started = self.scheduler.nextJobId(), time.perf_counter()
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                row = self.seen.setdefault(name, [0, 0.0, 0])
+                row[0] += 1
+                row[1] += time.perf_counter() - started
+                row[2] += self.scheduler.nextJobId() - jobs
+
+        setattr(owner, attribute, timed)
+
+    def report(self) -> None:
+        print(f"  {'phase':<24} {'calls':>5} {'wall s':>7} {'jobs':>5} {'jobs/call':>9}")
+        for name, (calls, wall, jobs) in sorted(self.seen.items(), key=lambda item: -item[1][1]):
+            print(f"  {name:<24} {calls:>5} {wall:>7.1f} {jobs:>5} {jobs / calls:>9.1f}")
 
 
 if __name__ == "__main__":
