@@ -321,15 +321,17 @@ def test_killed_engine_is_recovered_by_the_next_invocation(engine_env, tmp_path)
 
 def test_engine_stops_when_idle_but_not_under_a_client(engine_env):
     home = home_of(engine_env)
-    state = home.read()
-    holder = subprocess.Popen([sys.executable, "-c", ATTACH + "; import time; time.sleep(20)"], env=engine_env,
-                              stdout=subprocess.PIPE, text=True)
+    state = running_engine(engine_env)
+    # the client stays attached until told to go (its stdin closed), not for a fixed time
+    holder = subprocess.Popen([sys.executable, "-c", ATTACH + "; import sys; sys.stdin.read()"], env=engine_env,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert holder.stdout.readline().strip() == state.url
     start = subprocess.run([str(BIN / "branchspark"), "engine", "start", "--idle-timeout", "2s"], env=engine_env,
                            capture_output=True, text=True)
     assert start.returncode == 0 and "stops after 2s idle" in start.stdout, start.stdout + start.stderr
     time.sleep(4)
     assert pid_alive(state.pid) and home.read() is not None  # the attached client keeps it
+    holder.stdin.close()
     holder.wait(40)
     deadline = time.time() + 30
     while (pid_alive(state.pid) or pid_alive(state.supervisor_pid)) and time.time() < deadline:
