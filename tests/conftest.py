@@ -228,18 +228,32 @@ def spark(spark_connect_url):
         yield local_session("local[2]", TEST_SPARK_CONFIG)
 
 
+# Spark's own values of FAST_SMALL_QUERIES' settings: the test Connect server of `make test` starts with
+# FAST_SMALL_QUERIES (tests/connect_server.sh), so a Connect client asks for these to plan as users' servers do.
+SPARK_DEFAULTS = {"spark.sql.adaptive.enabled": "true", "spark.sql.codegen.wholeStage": "true",
+                  "spark.sql.codegen.factoryMode": "FALLBACK"}
+assert set(SPARK_DEFAULTS) == set(FAST_SMALL_QUERIES)
+
+
 @pytest.fixture(autouse=True)
 def _spark_defaults_for_plan_tests(request, spark_connect_url):
-    """The modules of SPARK_DEFAULT_MODULES check plans made with Spark's default settings."""
-    if spark_connect_url or request.module.__name__.rsplit(".", 1)[-1] not in SPARK_DEFAULT_MODULES:
+    """The modules of SPARK_DEFAULT_MODULES check plans made with Spark's default settings: in-process they
+    are unset for each of their tests, through Connect set to Spark's values (a test may unset one)."""
+    if request.module.__name__.rsplit(".", 1)[-1] not in SPARK_DEFAULT_MODULES:
         yield
         return
     session = request.getfixturevalue("spark")
     for key in FAST_SMALL_QUERIES:
-        session.conf.unset(key)
+        if spark_connect_url:
+            session.conf.set(key, SPARK_DEFAULTS[key])
+        else:
+            session.conf.unset(key)
     yield
     for key, value in FAST_SMALL_QUERIES.items():
-        session.conf.set(key, value)
+        if spark_connect_url:
+            session.conf.unset(key)  # the server's
+        else:
+            session.conf.set(key, value)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -26,9 +26,18 @@ case "${1:-}" in
     # (and the JVM's class-data archive, when make install built it), with the driver's Java options below.
     # The test JVMs' collector and memory pages (tests/spark_settings.py, FAST_TEST_JVM): the serial collector
     # leaves the cores to the tests, 1 MB pages die young; what Spark computes is the same. The Connect pass:
-    # the server's CPU 267 s against 301 s (2026-11-30). Code generation and adaptive plans stay as Spark's.
+    # the server's CPU 267 s against 301 s (2026-11-30).
     mapfile -t LOCAL_FILES < <("$VENV/bin/python" -m dbt.adapters.branchspark.core.spark_session "$MASTER" \
       "-Dderby.system.home=$STATE -XX:+UseSerialGC")
+    # `make test`: the in-process test sessions' planning (tests/spark_settings.py, FAST_SMALL_QUERIES: no code
+    # generation, no adaptive plans), so dbt's conformance suites run as fast as the rest; the deletion-vector
+    # tests ask Spark's defaults for themselves (tests/conftest.py). `make test-long` (BRANCHSPARK_TEST_DEPTH=long)
+    # keeps Spark's defaults, so its Connect pass (the merge matrix and rules) runs as users' servers do.
+    FAST=()
+    if [ "${BRANCHSPARK_TEST_DEPTH:-short}" != long ]; then
+      mapfile -t FAST < <("$VENV/bin/python" -c \
+        'from tests.spark_settings import FAST_SMALL_QUERIES as s; print("\n".join(f"--conf\n{k}={v}" for k, v in s.items()))')
+    fi
     "$SPARK_HOME/sbin/start-connect-server.sh" \
       --master "$MASTER" --driver-memory "${BRANCHSPARK_CONNECT_MEMORY:-3g}" \
       --conf spark.connect.grpc.binding.address=127.0.0.1 \
@@ -37,7 +46,7 @@ case "${1:-}" in
       --conf spark.sql.warehouse.dir="$STATE/spark-warehouse" \
       --conf spark.ui.enabled=false \
       --conf spark.sql.shuffle.partitions=2 \
-      --conf spark.default.parallelism=2 --conf spark.buffer.pageSize=1m "${LOCAL_FILES[@]}" >"$STATE/start.log" 2>&1 \
+      --conf spark.default.parallelism=2 --conf spark.buffer.pageSize=1m "${FAST[@]}" "${LOCAL_FILES[@]}" >"$STATE/start.log" 2>&1 \
       || { cat "$STATE/start.log" >&2; exit 1; }
     for _ in $(seq 1 120); do
       if port_open; then echo "connect server: listening on sc://127.0.0.1:$PORT (logs in $STATE)"; exit 0; fi
