@@ -60,6 +60,12 @@ started=$SECONDS
   -n 2 --dist loadscope --no-loadscope-reorder -p no:cacheprovider -q --durations=10 "${only[@]}" "$@"
 echo "Spark Connect pass: $((SECONDS - started)) s"
 if [ "$BRANCHSPARK_TEST_DEPTH" = long ]; then
+  # make test runs dbt's conformance suites through a server that plans as the test sessions do (no code
+  # generation, no adaptive plans: tests/connect_server.sh); here the server keeps Spark's defaults, as users' do
+  started=$SECONDS
+  "$PY" -m pytest --connect tests/functional/adapter -n 2 --dist loadscope --no-loadscope-reorder -p no:cacheprovider \
+    -q --durations=10 "$@"
+  echo "conformance suites through Connect, Spark's defaults: $((SECONDS - started)) s"
   started=$SECONDS
   "$PY" -m pytest "$OWN_PROCESS" -p no:cacheprovider -q -rfE "$@"
   echo "own-process pass: $((SECONDS - started)) s"
