@@ -32,7 +32,8 @@ case "${1:-}" in
     # `make test`: the in-process test sessions' planning (tests/spark_settings.py, FAST_SMALL_QUERIES: no code
     # generation, no adaptive plans), so dbt's conformance suites run as fast as the rest; the deletion-vector
     # tests ask Spark's defaults for themselves (tests/conftest.py). `make test-long` (BRANCHSPARK_TEST_DEPTH=long)
-    # keeps Spark's defaults, so its Connect pass (the merge matrix and rules) runs as users' servers do.
+    # keeps Spark's defaults, so its Connect passes (the merge matrix and rules, dbt's conformance suites) run as
+    # users' servers do.
     FAST=()
     if [ "${BRANCHSPARK_TEST_DEPTH:-short}" != long ]; then
       mapfile -t FAST < <("$VENV/bin/python" -c \

@@ -17,7 +17,7 @@ from pyspark.sql import functions as F
 from ..catalog.schema import Schema
 from ..catalog.state import SegmentInfo, SegmentKind, TableState
 from ..catalog.tombstones import TombstoneInfo, TombstoneSummary
-from .difference import NEW, OLD, SIDE
+from .difference import NEW, OLD, SIDE, observed_changes
 from .layout import SEGMENT_COLUMN, Warehouse
 from .reader import ROW_FILE, ROW_POS, ROW_SEQ, TOMB_SEQ, quote
 
@@ -93,9 +93,7 @@ class SegmentWriter:
         if callable(summary):
             summary = summary()
         if observed is not None:
-            metrics = observed.get
-            summary = TombstoneSummary(int(metrics.get("rows") or 0), frozenset(metrics.get("segments") or ()),
-                                       frozenset(metrics.get("files") or ()))
+            summary, _ = observed_changes(observed)
         if summary.rows == 0:
             self.warehouse.delete_dir(relative)
             return None
@@ -147,8 +145,9 @@ class SegmentWriter:
 
 
 def _tombstone_counts() -> list:
-    """Metrics of a tombstone's rows, observed as they are written: what its summary (TombstoneSummary) needs."""
-    return [F.expr("count(1) AS rows"), F.expr(f"collect_set({SEGMENT_COLUMN}) AS segments"),
+    """Metrics of a tombstone's rows, observed as they are written: what its summary needs, named as
+    difference.change_counts names them, so that difference.observed_changes reads them."""
+    return [F.expr("count(1) AS removed"), F.expr(f"collect_set({SEGMENT_COLUMN}) AS segments"),
             F.expr(f"collect_set({ROW_FILE}) AS files")]
 
 
