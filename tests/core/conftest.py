@@ -7,12 +7,22 @@ from tests.pg_catalog import CATALOG_KINDS, catalog_of_kind
 PG_MODULES = {"test_branches", "test_versions", "test_errors", "test_crash_and_gc", "test_concurrency",
               "test_merge_base", "test_merge_matrix", "test_merge_rules", "test_commit_retry",
               "test_catalog_binding", "test_drop_guards", "test_one_line_errors", "test_secrets",
-              "test_serializable_writes", "test_merge_keyless_on_conflict"}
+              "test_serializable_writes"}
+# ... and those whose PostgreSQL twins only `make test-long` runs (`long_only`): what they check is which rows a
+# merge keeps, which the catalog does not decide (the matrix and rules, on both catalogs in `make test`, cover
+# the catalog's part of a merge)
+LONG_PG_MODULES = {"test_merge_keyless_on_conflict"}
+LONG_ONLY_PG = ["sqlite", pytest.param("postgresql", marks=pytest.mark.long_only)]
 
 
 def pytest_generate_tests(metafunc):
-    if "catalog_url" in metafunc.fixturenames and metafunc.module.__name__.rsplit(".", 1)[-1] in PG_MODULES:
+    if "catalog_url" not in metafunc.fixturenames:
+        return
+    module = metafunc.module.__name__.rsplit(".", 1)[-1]
+    if module in PG_MODULES:
         metafunc.parametrize("catalog_url", CATALOG_KINDS, indirect=True)
+    elif module in LONG_PG_MODULES:
+        metafunc.parametrize("catalog_url", LONG_ONLY_PG, indirect=True)
 
 
 @pytest.fixture
