@@ -17,7 +17,10 @@ build takes minutes, not an hour); every fiftieth merges a branch into main. Pag
 commits, tables and branches, not on what the commits wrote, except the pages that run Spark (compare counts
 of an update, a diff's rows, a merge preview, a table's first rows), which are measured on the tables written
 here. Then, side by side in the same process, the figures the pages now read from the catalog (a commit's
-rows per table, a table's row count) as Spark jobs counted them before, each checked equal.
+rows per table, a table's row count) as Spark jobs counted them before, each checked equal; and the merge
+preview as the merge planner's dry run (as the page planned it before 2026-11-30: every row-level check of
+the write, then the first keys in another job) against the planner as a report (core/diff/preview.py now),
+their conflicts checked equal, with the Spark jobs each ran.
 """
 from __future__ import annotations
 
@@ -31,7 +34,7 @@ import urllib.request
 
 import uvicorn
 
-from common import scratch_dir, spark_session
+from common import scratch_dir, side_by_side, spark_session
 
 from dbt.adapters.branchspark.core.lakehouse import Lakehouse
 from dbt.adapters.branchspark.ui.app import create_app
@@ -172,6 +175,47 @@ def spark_way(lh: Lakehouse, head: str, repeats: int) -> dict[str, tuple[float, 
     return {"commit's rows per table": (spark_diff, catalog_diff), "table's row count": (spark_count, catalog_count)}
 
 
+def preview_ways(lh: Lakehouse, src: str, dest: str, rounds: int) -> dict[str, tuple[float, int]]:
+    """The merge preview's two ways side by side, in rounds that alternate them: the merge planner as a dry
+    run plus the first keys (before) and as a report (now). {label: (median seconds, Spark jobs per run)}."""
+    from pyspark.sql import functions as F
+
+    from dbt.adapters.branchspark.core.diff.preview import KEYS_SHOWN, preview_merge
+    from dbt.adapters.branchspark.core.merge.base import merge_base
+    from dbt.adapters.branchspark.core.merge.merger import ThreeWayMerge
+    from dbt.adapters.branchspark.core.merge.report import MergeResult
+
+    lh = Lakehouse(lh.spark, lh.warehouse.root, lh.catalog_url)
+    scheduler = lh.spark.sparkContext._jsc.sc().dagScheduler()
+
+    def dry_run():
+        src_head = lh.resolve(src).id
+        planner = ThreeWayMerge(lh, src, src_head, dest, merge_base(lh.store, src_head, lh.get_branch(dest).head))
+        result = MergeResult(src, dest, "", "merge", "dry-run")
+        try:
+            planner.plan(result)
+            for plan in planner.data_plans.values():
+                keys = [F.col(f"`{k}`") for k in plan.relation_keys]
+                plan.decided.filter(F.col("_bs_rule").isNotNull()).select(*keys, "_bs_rule") \
+                    .orderBy(*keys).limit(KEYS_SHOWN).collect()
+        finally:
+            planner.release()
+        return result.conflicts
+
+    def report():
+        return preview_merge(lh, src, dest).conflicts
+
+    before, now = dry_run(), report()
+    assert before == now, (before, now)
+    jobs = {}
+    for label, action in (("dry run (before)", dry_run), ("report (now)", report)):
+        first = scheduler.nextJobId()
+        action()
+        jobs[label] = scheduler.nextJobId() - first
+    times = side_by_side({"dry run (before)": dry_run, "report (now)": report}, rounds=rounds, warmup=1)
+    return {label: (wall, jobs[label]) for label, (wall, _) in times.items()}
+
+
 def show(found: dict, target: float) -> None:
     for label, (cold, fresh, kept) in found.items():
         print(f"  {label:<28} first {cold * 1000:7.0f} ms  afresh {fresh * 1000:7.0f} ms  kept {kept * 1000:6.0f} ms"
@@ -213,6 +257,12 @@ def main() -> None:
     for label, (by_spark, by_catalog) in spark_way(lh, lh.get_branch("main").head, args.repeats).items():
         print(f"  {label:<28} Spark {by_spark * 1000:7.0f} ms  catalog {by_catalog * 1000:6.1f} ms  "
               f"({by_spark / max(by_catalog, 1e-6):.0f}x)")
+    print(f"\n== the merge preview of review into main, side by side ({load()})")
+    ways = preview_ways(lh, "review", "main", max(args.repeats, 3))
+    for label, (seconds, jobs) in ways.items():
+        print(f"  {label:<28} {seconds * 1000:7.0f} ms  {jobs} Spark jobs")
+    (old, _), (new, _) = ways.values()
+    print(f"  report / dry run            {new / old:7.2f}x  ({load()})")
     if args.skip_big:
         return
     print(f"\nbuilding a {rows:,}-row table with {changed:,} changed rows ({load()})", flush=True)
