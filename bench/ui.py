@@ -216,6 +216,45 @@ def preview_ways(lh: Lakehouse, src: str, dest: str, rounds: int) -> dict[str, t
     return {label: (wall, jobs[label]) for label, (wall, _) in times.items()}
 
 
+def rows_page_ways(lh: Lakehouse, from_ref: str, to_ref: str, table: str, rounds: int) -> dict[str, float]:
+    """A diff page's counts and first rows afresh, two ways side by side: a union of the counts' aggregate and
+    the cut page (before 2026-11-30) against the counts carried on the rows (ui/compare.py now), checked equal."""
+    from pyspark.sql import functions as F
+
+    from dbt.adapters.branchspark.core.diff.counted import table_diff_counts
+    from dbt.adapters.branchspark.core.diff.rows import DIFF_TYPES
+    from dbt.adapters.branchspark.ui import compare
+
+    lh = Lakehouse(lh.spark, lh.warehouse.root, lh.catalog_url)
+
+    def union_way():
+        rows = compare._table(lh, from_ref, to_ref, compare.THREE_DOT, table).rows
+        keys = [F.col(f"`{k}`") for k in rows.primary_key]
+        shown = rows.differing.select(*keys, compare.OLD, compare.NEW, compare.CHANGED).orderBy(*keys).limit(50)
+        kind = rows.type_column
+        counted = rows.relation().groupBy(kind).count().selectExpr(f"`{kind}` AS _bs_kind", "count AS _bs_count")
+        page = shown.selectExpr("CAST(NULL AS STRING) AS _bs_kind", "CAST(NULL AS BIGINT) AS _bs_count",
+                                f"struct({', '.join(f'`{c}`' for c in shown.columns)}) AS _bs_row")
+        counts, page_rows = dict.fromkeys(DIFF_TYPES, 0), []
+        for row in counted.unionByName(page, allowMissingColumns=True).collect():
+            if row["_bs_kind"] is not None:
+                counts[row["_bs_kind"]] = row["_bs_count"]
+            else:
+                page_rows.append(row["_bs_row"])
+        return counts, len(page_rows)
+
+    def carried_way():
+        page = compare.table_page(lh, from_ref, to_ref, compare.THREE_DOT, table, 0, memo={})
+        return page.counts, len(page.rows)
+
+    found = compare._table(lh, from_ref, to_ref, compare.THREE_DOT, table)
+    assert table_diff_counts(lh.store, lh.warehouse, found, {}) is None, "the counts must need Spark here"
+    assert union_way() == carried_way(), (union_way(), carried_way())
+    times = side_by_side({"union (before)": union_way, "counts on the rows (now)": carried_way}, rounds=rounds,
+                         warmup=1)
+    return {label: wall for label, (wall, _) in times.items()}
+
+
 def show(found: dict, target: float) -> None:
     for label, (cold, fresh, kept) in found.items():
         print(f"  {label:<28} first {cold * 1000:7.0f} ms  afresh {fresh * 1000:7.0f} ms  kept {kept * 1000:6.0f} ms"
@@ -263,6 +302,12 @@ def main() -> None:
         print(f"  {label:<28} {seconds * 1000:7.0f} ms  {jobs} Spark jobs")
     (old, _), (new, _) = ways.values()
     print(f"  report / dry run            {new / old:7.2f}x  ({load()})")
+    print(f"\n== compare, table rows (afresh, keyed bench.t1 of main...review), side by side ({load()})")
+    ways = rows_page_ways(lh, "main", "review", "bench.t1", max(args.repeats, 3))
+    for label, seconds in ways.items():
+        print(f"  {label:<28} {seconds * 1000:7.0f} ms")
+    old, new = ways.values()
+    print(f"  now / before                {new / old:7.2f}x  ({load()})")
     if args.skip_big:
         return
     print(f"\nbuilding a {rows:,}-row table with {changed:,} changed rows ({load()})", flush=True)

@@ -782,15 +782,15 @@ def _key_conflicts(inputs: TableInputs, keys: list[str], shown: list, count: int
 
 
 def _first_conflicting_keys(decided: DataFrame, keys: list[str], limit: int) -> tuple[int, list]:
-    """(how many keys conflict, the first `limit` of them in key order with their rule) in one Spark job over
-    one per-key aggregation: the count rides on the conflicting rows (a window over them all, change-sized),
-    then Spark keeps the first ones in key order."""
+    """(how many keys conflict, the first `limit` of them in key order with their rule): one Spark job that
+    keeps the first ones in key order (a top-k per partition, no sort of them all); fewer than `limit` are all
+    of them, else a second job counts them."""
     ordered = [quote(k) for k in keys]
-    shown = (decided.filter(F.col("_bs_rule").isNotNull())
-             .selectExpr(f"struct({', '.join(ordered)}, _bs_rule) AS _bs_key_row", *ordered,
-                         "count(1) OVER () AS _bs_count")
-             .orderBy(*ordered).limit(limit).select("_bs_key_row", "_bs_count").collect())
-    return (shown[0]["_bs_count"] if shown else 0), [row["_bs_key_row"] for row in shown]
+    clashes = decided.filter(F.col("_bs_rule").isNotNull())
+    shown = (clashes.selectExpr(f"struct({', '.join(ordered)}, _bs_rule) AS _bs_key_row", *ordered)
+             .orderBy(*ordered).limit(limit).select("_bs_key_row").collect())
+    count = len(shown) if len(shown) < limit else clashes.count()
+    return count, [row["_bs_key_row"] for row in shown]
 
 
 def _tagged(frame: DataFrame, keys: list[str], row_columns: list[str], side: str, kind: str, seq: str,
