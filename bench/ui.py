@@ -17,7 +17,10 @@ build takes minutes, not an hour); every fiftieth merges a branch into main. Pag
 commits, tables and branches, not on what the commits wrote, except the pages that run Spark (compare counts
 of an update, a diff's rows, a merge preview, a table's first rows), which are measured on the tables written
 here. Then, side by side in the same process, the figures the pages now read from the catalog (a commit's
-rows per table, a table's row count) as Spark jobs counted them before, each checked equal.
+rows per table, a table's row count) as Spark jobs counted them before, each checked equal; and the merge
+preview as the merge planner's dry run (as the page planned it before 2026-11-30: every row-level check of
+the write, then the first keys in another job) against the planner as a report (core/diff/preview.py now),
+their conflicts checked equal, with the Spark jobs each ran.
 """
 from __future__ import annotations
 
@@ -31,7 +34,7 @@ import urllib.request
 
 import uvicorn
 
-from common import scratch_dir, spark_session
+from common import scratch_dir, side_by_side, spark_session
 
 from dbt.adapters.branchspark.core.lakehouse import Lakehouse
 from dbt.adapters.branchspark.ui.app import create_app
@@ -172,6 +175,86 @@ def spark_way(lh: Lakehouse, head: str, repeats: int) -> dict[str, tuple[float, 
     return {"commit's rows per table": (spark_diff, catalog_diff), "table's row count": (spark_count, catalog_count)}
 
 
+def preview_ways(lh: Lakehouse, src: str, dest: str, rounds: int) -> dict[str, tuple[float, int]]:
+    """The merge preview's two ways side by side, in rounds that alternate them: the merge planner as a dry
+    run plus the first keys (before) and as a report (now). {label: (median seconds, Spark jobs per run)}."""
+    from pyspark.sql import functions as F
+
+    from dbt.adapters.branchspark.core.diff.preview import KEYS_SHOWN, preview_merge
+    from dbt.adapters.branchspark.core.merge.base import merge_base
+    from dbt.adapters.branchspark.core.merge.merger import ThreeWayMerge
+    from dbt.adapters.branchspark.core.merge.report import MergeResult
+
+    lh = Lakehouse(lh.spark, lh.warehouse.root, lh.catalog_url)
+    scheduler = lh.spark.sparkContext._jsc.sc().dagScheduler()
+
+    def dry_run():
+        src_head = lh.resolve(src).id
+        planner = ThreeWayMerge(lh, src, src_head, dest, merge_base(lh.store, src_head, lh.get_branch(dest).head))
+        result = MergeResult(src, dest, "", "merge", "dry-run")
+        try:
+            planner.plan(result)
+            for plan in planner.data_plans.values():
+                keys = [F.col(f"`{k}`") for k in plan.relation_keys]
+                plan.decided.filter(F.col("_bs_rule").isNotNull()).select(*keys, "_bs_rule") \
+                    .orderBy(*keys).limit(KEYS_SHOWN).collect()
+        finally:
+            planner.release()
+        return result.conflicts
+
+    def report():
+        return preview_merge(lh, src, dest).conflicts
+
+    before, now = dry_run(), report()
+    assert before == now, (before, now)
+    jobs = {}
+    for label, action in (("dry run (before)", dry_run), ("report (now)", report)):
+        first = scheduler.nextJobId()
+        action()
+        jobs[label] = scheduler.nextJobId() - first
+    times = side_by_side({"dry run (before)": dry_run, "report (now)": report}, rounds=rounds, warmup=1)
+    return {label: (wall, jobs[label]) for label, (wall, _) in times.items()}
+
+
+def rows_page_ways(lh: Lakehouse, from_ref: str, to_ref: str, table: str, rounds: int) -> dict[str, float]:
+    """A diff page's counts and first rows afresh, two ways side by side: a union of the counts' aggregate and
+    the cut page (before 2026-11-30) against the counts carried on the rows (ui/compare.py now), checked equal."""
+    from pyspark.sql import functions as F
+
+    from dbt.adapters.branchspark.core.diff.counted import table_diff_counts
+    from dbt.adapters.branchspark.core.diff.rows import DIFF_TYPES
+    from dbt.adapters.branchspark.ui import compare
+
+    lh = Lakehouse(lh.spark, lh.warehouse.root, lh.catalog_url)
+
+    def union_way():
+        rows = compare._table(lh, from_ref, to_ref, compare.THREE_DOT, table).rows
+        keys = [F.col(f"`{k}`") for k in rows.primary_key]
+        shown = rows.differing.select(*keys, compare.OLD, compare.NEW, compare.CHANGED).orderBy(*keys).limit(50)
+        kind = rows.type_column
+        counted = rows.relation().groupBy(kind).count().selectExpr(f"`{kind}` AS _bs_kind", "count AS _bs_count")
+        page = shown.selectExpr("CAST(NULL AS STRING) AS _bs_kind", "CAST(NULL AS BIGINT) AS _bs_count",
+                                f"struct({', '.join(f'`{c}`' for c in shown.columns)}) AS _bs_row")
+        counts, page_rows = dict.fromkeys(DIFF_TYPES, 0), []
+        for row in counted.unionByName(page, allowMissingColumns=True).collect():
+            if row["_bs_kind"] is not None:
+                counts[row["_bs_kind"]] = row["_bs_count"]
+            else:
+                page_rows.append(row["_bs_row"])
+        return counts, len(page_rows)
+
+    def carried_way():
+        page = compare.table_page(lh, from_ref, to_ref, compare.THREE_DOT, table, 0, memo={})
+        return page.counts, len(page.rows)
+
+    found = compare._table(lh, from_ref, to_ref, compare.THREE_DOT, table)
+    assert table_diff_counts(lh.store, lh.warehouse, found, {}) is None, "the counts must need Spark here"
+    assert union_way() == carried_way(), (union_way(), carried_way())
+    times = side_by_side({"union (before)": union_way, "counts on the rows (now)": carried_way}, rounds=rounds,
+                         warmup=1)
+    return {label: wall for label, (wall, _) in times.items()}
+
+
 def show(found: dict, target: float) -> None:
     for label, (cold, fresh, kept) in found.items():
         print(f"  {label:<28} first {cold * 1000:7.0f} ms  afresh {fresh * 1000:7.0f} ms  kept {kept * 1000:6.0f} ms"
@@ -213,6 +296,18 @@ def main() -> None:
     for label, (by_spark, by_catalog) in spark_way(lh, lh.get_branch("main").head, args.repeats).items():
         print(f"  {label:<28} Spark {by_spark * 1000:7.0f} ms  catalog {by_catalog * 1000:6.1f} ms  "
               f"({by_spark / max(by_catalog, 1e-6):.0f}x)")
+    print(f"\n== the merge preview of review into main, side by side ({load()})")
+    ways = preview_ways(lh, "review", "main", max(args.repeats, 3))
+    for label, (seconds, jobs) in ways.items():
+        print(f"  {label:<28} {seconds * 1000:7.0f} ms  {jobs} Spark jobs")
+    (old, _), (new, _) = ways.values()
+    print(f"  report / dry run            {new / old:7.2f}x  ({load()})")
+    print(f"\n== compare, table rows (afresh, keyed bench.t1 of main...review), side by side ({load()})")
+    ways = rows_page_ways(lh, "main", "review", "bench.t1", max(args.repeats, 3))
+    for label, seconds in ways.items():
+        print(f"  {label:<28} {seconds * 1000:7.0f} ms")
+    old, new = ways.values()
+    print(f"  now / before                {new / old:7.2f}x  ({load()})")
     if args.skip_big:
         return
     print(f"\nbuilding a {rows:,}-row table with {changed:,} changed rows ({load()})", flush=True)

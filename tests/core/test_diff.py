@@ -182,6 +182,66 @@ def test_merge_preview_clean_and_fast_forward(keyed, spark):
     assert preview.status == "clean" and preview.conflicts == []
 
 
+def test_merge_preview_is_the_merge_on_several_shapes(keyed, spark):
+    """The preview plans rows only for keyed tables both sides wrote (core/diff/preview.py): on one merge with
+    every other shape beside such a table, its conflicts (rules, keys, counts of keys not listed) and its
+    per-table outcomes are the merge's, and its first keys are in key order."""
+    lh = keyed
+    with lh.transaction("main", message="more tables") as tx:
+        tx.create_table_as("shop.items", df(spark, [(i, float(i)) for i in range(1, 31)]), primary_key=["id"])
+        tx.create_table_as("shop.w", df(spark, [(1, 1)], "id bigint, n int"))
+        tx.create_table_as("shop.solo", df(spark, [(1, 1.0), (2, 2.0)]), primary_key=["id"])
+        tx.create_table_as("shop.apart", df(spark, [(1, 1.0), (2, 2.0)]), primary_key=["id"])
+        tx.create_table_as("shop.log", df(spark, [(1, 1.0)]))
+    lh.create_branch("dev2", "main")
+    with lh.transaction("dev2") as tx:
+        tx.update("shop.items", "id <= 25", {"amount": "-1.0"})  # keys 6-25 both sides change differently
+        tx.update("shop.orders", "id = 4", {"amount": "7.0"})  # the same change on both sides: no conflict
+        tx.update("shop.events", "kind = 'a'", {"n": "5"})  # keyless, the same segment: A3
+        tx.set_default("shop.w", "n", "0")  # src alters n, keeping int: A6.1 against dest's bigint
+        tx.update("shop.solo", "id = 1", {"amount": "10.0"})  # only src writes it
+        tx.update("shop.apart", "id = 1", {"amount": "10.0"})  # both write it, other keys
+        tx.insert("shop.log", df(spark, [(2, 2.0)]))  # keyless, both insert
+    with lh.transaction("main") as tx:
+        tx.update("shop.items", "id >= 6", {"amount": "-2.0"})
+        tx.update("shop.orders", "id = 4", {"amount": "7.0"})
+        tx.update("shop.events", "kind = 'a'", {"n": "6"})
+        tx.alter_column_type("shop.w", "n", "bigint")
+        tx.update("shop.apart", "id = 2", {"amount": "20.0"})
+        tx.insert("shop.log", df(spark, [(3, 3.0)]))
+    preview = branch_diff(lh, "main", "dev2").preview
+    assert preview.status == "conflicts"
+    shown = [(r["id"], r["_bs_rule"]) for r in preview.shown_keys["shop.items"]]
+    assert shown == [(i, "3.4 cells") for i in range(6, 26)]  # in key order, every one of them (20 < 50)
+    assert sorted(preview.shown_keys) == ["shop.items"]
+    head = lh.get_branch("main").head
+    with pytest.raises(MergeConflict) as raised:
+        lh.merge("dev2", "main")
+    report = raised.value.report
+    assert report.conflicts == preview.conflicts
+    assert {(c.object_name, c.rule) for c in report.conflicts} == {
+        ("shop.items", "3.4 cells"), ("shop.events", "A3"), ("shop.w.n", "A6.1")}
+    assert report.outcomes == preview.outcomes
+    assert lh.get_branch("main").head == head
+
+
+def test_merge_preview_lists_more_keys_than_a_report_names_as_the_merge_counts_them(keyed, spark):
+    """More conflicting keys than a report names (20): the merge's report and the preview name the same first
+    keys, in key order, and count the rest alike; the preview lists up to its own limit."""
+    lh = keyed
+    with lh.transaction("main", message="wide") as tx:
+        tx.create_table_as("shop.many", df(spark, [(i, 0.0) for i in range(40)]), primary_key=["id"])
+    lh.create_branch("dev3", "main")
+    lh.branch("dev3").update("shop.many", "id < 40", {"amount": "1.0"})
+    lh.branch("main").update("shop.many", "id >= 10", {"amount": "2.0"})
+    preview = branch_diff(lh, "main", "dev3").preview
+    assert [r["id"] for r in preview.shown_keys["shop.many"]] == list(range(10, 40))
+    with pytest.raises(MergeConflict) as raised:
+        lh.merge("dev3", "main")
+    assert raised.value.report.conflicts == preview.conflicts
+    assert preview.conflicts[0].involved == "; ".join(f"id={i}" for i in range(10, 30)) + " (+10 more keys)"
+
+
 def cli_diff(warehouse, *args):
     result = CliRunner().invoke(cli, ["--warehouse", warehouse, "diff", *args], env={"COLUMNS": "200"})
     return result.exit_code, result.output

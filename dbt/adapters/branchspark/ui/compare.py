@@ -27,6 +27,8 @@ from .cells import cell_text
 PAGE_SIZE = 50
 FROM_FILES, FROM_SPARK = "catalog", "spark"  # where a table's counts came from (shown on the page)
 _TABLE_COLUMN = "_bs_ui_table"
+# a keyed diff row's type, from the rows it pairs (as RowDifference.relation names it)
+_KEYED_TYPE = f"CASE WHEN {NEW} IS NULL THEN '{REMOVED}' WHEN {OLD} IS NULL THEN '{ADDED}' ELSE '{MODIFIED}' END"
 
 
 def parse_spec(spec: str) -> tuple[str, str, str]:
@@ -137,34 +139,33 @@ def table_page(lakehouse: Lakehouse, from_ref: str, to_ref: str, mode: str, tabl
                        size=size)
     if rows.primary_key:
         keys = [F.col(f"`{k}`") for k in rows.primary_key]
-        shown = rows.differing.select(*keys, OLD, NEW, CHANGED).orderBy(*keys)
+        frame, order, kind = rows.differing, keys, _KEYED_TYPE
+        shown = [*keys, OLD, NEW, CHANGED]
     else:
-        shown = rows.relation().orderBy(*[F.col(f"`{c}`") for c in rows.columns], F.col(rows.type_column))
-    shown = shown.offset(page * size).limit(size)
+        frame, kind = rows.relation(), f"`{rows.type_column}`"
+        order = [*[F.col(f"`{c}`") for c in rows.columns], F.col(rows.type_column)]
+        shown = [F.col(f"`{c}`") for c in frame.columns]
     if counts is None:
-        page_rows, result.counts = _page_and_counts(rows, shown)
+        page_rows, result.counts = _page_and_counts(rows, frame, kind, shown, order, page * size, size)
     else:
-        page_rows = shown.collect()
+        page_rows = frame.select(*shown).orderBy(*order).offset(page * size).limit(size).collect()
     for row in page_rows:
         result.rows.append(_keyed_cells(row, rows.columns) if rows.primary_key else
                            (row[rows.type_column], [Cell(cell_text(row[c])) for c in rows.columns]))
     return result
 
 
-def _page_and_counts(rows: RowDifference, shown: DataFrame) -> tuple[list, dict[str, int]]:
-    """The page's rows and the counts per diff type in one Spark job: both read the same aggregation of the
-    changes, which Spark computes once (its shuffle reused) instead of once per job."""
-    kind = rows.type_column
-    counted = rows.relation().groupBy(kind).count().selectExpr(f"`{kind}` AS _bs_kind", "count AS _bs_count")
-    page = shown.selectExpr("CAST(NULL AS STRING) AS _bs_kind", "CAST(NULL AS BIGINT) AS _bs_count",
-                            f"struct({', '.join(f'`{c}`' for c in shown.columns)}) AS _bs_row")
-    counts, page_rows = dict.fromkeys(DIFF_TYPES, 0), []
-    for row in counted.unionByName(page, allowMissingColumns=True).collect():
-        if row["_bs_kind"] is not None:
-            counts[row["_bs_kind"]] = row["_bs_count"]
-        else:
-            page_rows.append(row["_bs_row"])
-    return page_rows, counts
+def _page_and_counts(rows: RowDifference, frame: DataFrame, kind: str, shown: list, order: list, offset: int,
+                     size: int) -> tuple[list, dict[str, int]]:
+    """The page's rows and the counts per diff type in one Spark job over one aggregation of the changes: the
+    counts ride on every differing row (sums over all of them, change-sized), then Spark sorts and cuts the
+    page. A page past the last row carries no counts: they are counted then (a second job)."""
+    totals = [f"sum(CAST({kind} = '{k}' AS BIGINT)) OVER () AS _bs_n_{k}" for k in DIFF_TYPES]
+    found = (frame.selectExpr("*", *totals).select(*shown, *[f"_bs_n_{k}" for k in DIFF_TYPES])
+             .orderBy(*order).offset(offset).limit(size).collect())
+    if not found:
+        return [], rows.counts()
+    return found, {k: found[0][f"_bs_n_{k}"] for k in DIFF_TYPES}
 
 
 def csv_lines(lakehouse: Lakehouse, from_ref: str, to_ref: str, mode: str, table: str) -> Iterator[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..core.diff import CONFLICT_RULE, preview_merge
+from ..core.diff import preview_merge
 from ..core.diff.preview import MergePreview
 from ..core.lakehouse import Lakehouse
 from ..core.merge import interactive
@@ -34,12 +34,12 @@ class Preview:
 def preview(lakehouse: Lakehouse, src: str, dest: str) -> Preview:
     """What merging `src` into `dest` would do and where it would stop; for keyed tables the first keys in
     conflict with the rule that decided each (cut in Spark)."""
-    found = preview_merge(lakehouse, src, dest)
+    found = preview_merge(lakehouse, src, dest, keys_shown=KEYS_SHOWN)
     keys = []
     for table, frame in sorted(found.conflicting_keys.items()):
-        columns = frame.columns
-        rows = frame.orderBy(*[c for c in columns if c != CONFLICT_RULE]).limit(KEYS_SHOWN).collect()
-        keys.append(ConflictingKeys(table, columns, [[cell_text(r[c]) for c in columns] for r in rows]))
+        # the key columns, then CONFLICT_RULE: the planner's first keys hold the same values in that order
+        keys.append(ConflictingKeys(table, frame.columns, [[cell_text(v) for v in row]
+                                                           for row in found.shown_keys.get(table, [])]))
     return Preview(found, keys)
 
 

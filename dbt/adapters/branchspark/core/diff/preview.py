@@ -3,7 +3,12 @@
 It runs the merge's own planner (merge/merger.py, as a dry run does) with the default policy (abort),
 so the preview is the merge's decision, not a second reading of the rules: the same Conflict list the
 merge then raises, and for keyed tables the keys it decided are in conflict (a lazy frame of the key
-columns and the rule). A keyless table's conflicts are per segment (A1, A3) and listed in the Conflict.
+columns and the rule, and the first `keys_shown` of them in key order). A keyless table's conflicts are per
+segment (A1, A3) and listed in the Conflict.
+
+The planner runs as a report (MergeOptions.report_only): what only a write needs is not planned. Tables
+one side changed, keyless tables, and schema and operation conflicts are decided from the catalog; rows are
+planned only for keyed tables both sides wrote, one Spark job each for its conflicts and first keys.
 """
 from __future__ import annotations
 
@@ -14,7 +19,7 @@ from pyspark.sql import functions as F
 
 from .. import errors
 from ..merge.base import merge_base
-from ..merge.merger import ThreeWayMerge
+from ..merge.merger import MergeOptions, ThreeWayMerge
 from ..merge.report import Conflict, MergeResult, Outcome
 from ..storage.reader import quote
 from ..context import WriteContext
@@ -33,13 +38,19 @@ class MergePreview:
     conflicting_keys: dict[str, DataFrame] = field(default_factory=dict)  # keyed table -> keys + CONFLICT_RULE
     note: str = ""
     outcomes: list[Outcome] = field(default_factory=list)  # what the merge would do per object (the planner's)
+    shown_keys: dict[str, list] = field(default_factory=dict)  # keyed table -> its first conflicting keys (Rows)
 
     def for_table(self, name: str) -> list[Conflict]:
         return [c for c in self.conflicts if c.object_name.lower() == name.lower()]
 
 
-def preview_merge(lakehouse: WriteContext, src: str, dest: str, wanted_names: set[str] | None = None) -> MergePreview:
-    """What `lakehouse.merge(src, dest)` would report; `wanted_names`: keep only these tables' conflicts."""
+KEYS_SHOWN = 50  # conflicting keys listed per keyed table
+
+
+def preview_merge(lakehouse: WriteContext, src: str, dest: str, wanted_names: set[str] | None = None,
+                  keys_shown: int = KEYS_SHOWN) -> MergePreview:
+    """What `lakehouse.merge(src, dest)` would report; `wanted_names`: keep only these tables' conflicts;
+    `keys_shown`: how many conflicting keys of a keyed table to list (in key order, with their rule)."""
     store = lakehouse.store
     dest_head = store.get_branch(dest).head
     src_commit = lakehouse.resolve(src)
@@ -49,25 +60,28 @@ def preview_merge(lakehouse: WriteContext, src: str, dest: str, wanted_names: se
     if base == dest_head:
         return MergePreview(src, dest, "fast-forward")
     try:
-        planner = ThreeWayMerge(lakehouse, src, src_commit.id, dest, base)
+        planner = ThreeWayMerge(lakehouse, src, src_commit.id, dest, base,
+                                MergeOptions(report_only=max(1, keys_shown)))
     except errors.MergeInProgress as exc:
         return MergePreview(src, dest, "paused", note=str(exc))
     result = MergeResult(src, dest, base, "merge", "dry-run")
     try:
         planner.plan(result)
-        keys = {}
+        keys, shown = {}, {}
         for name, plan in planner.data_plans.items():
             if plan.decided is None:  # keyed tables are decided per key (keyless rows only in paused merges)
                 continue
             keys[name.lower()] = (plan.decided.filter(F.col(RULE).isNotNull())
                                   .select(*[F.col(quote(k)) for k in plan.relation_keys],
                                           F.col(RULE).alias(CONFLICT_RULE)))
+            shown[name.lower()] = list(plan.shown_keys or [])[:keys_shown]
     finally:
         planner.release()
     conflicts = result.conflicts
     if wanted_names is not None:
         conflicts = [c for c in conflicts if c.object_name.lower() in wanted_names]
         keys = {k: v for k, v in keys.items() if k in wanted_names}
+    named = {c.object_name.lower() for c in conflicts}
     return MergePreview(src, dest, "conflicts" if conflicts else "clean", conflicts,
-                        {k: v for k, v in keys.items() if any(c.object_name.lower() == k for c in conflicts)},
-                        outcomes=result.outcomes)
+                        {k: v for k, v in keys.items() if k in named}, outcomes=result.outcomes,
+                        shown_keys={k: v for k, v in shown.items() if k in keys and k in named})

@@ -103,6 +103,8 @@ class DataPlan:
     # Counted while planning (keyed), so the write skips empty outputs and reads nothing back.
     new_rows_count: int | None = None
     doomed_summary: TombstoneSummary | None = None
+    # A preview (keyed(report_only=n)): the first n conflicting keys in key order, rows of the keys and _bs_rule.
+    shown_keys: list | None = None
 
     def release(self) -> None:
         for frame in self.cached:
@@ -490,14 +492,19 @@ class DataMerger:
 
     # --------------------------------------------------------------- keyed
     def keyed(self, inputs: TableInputs, prefer: str | None, driver=None, resolutions: DataFrame | None = None,
-              share: bool = True) -> DataPlan:
+              share: bool = True, report_only: int = 0) -> DataPlan:
         """Per key, from one shuffle: every changed row and deleted image of both sides, grouped by key.
 
         When no key was changed by both sides (and `share`), src's segments and tombstones join dest as
         they are, as a keyless merge shares src's segments: nothing is written. `driver` is the table's
         merge driver (merge/drivers.py); `resolutions` is a paused merge's conflict relation, whose merged
-        values replace the rules' for every key it lists; both mean the rows are decided one by one."""
-        if share and driver is None and resolutions is None and self._shareable(inputs) \
+        values replace the rules' for every key it lists; both mean the rows are decided one by one.
+
+        `report_only` (a merge preview: nothing will be written): the conflicts only, and the first
+        `report_only` conflicting keys in key order (`DataPlan.shown_keys`), from one Spark job; no check
+        whether src's files could be shared (shared, they would conflict with nothing: no key is changed by
+        both sides, which the per-key decision finds as well) and no counts for a write."""
+        if share and not report_only and driver is None and resolutions is None and self._shareable(inputs) \
                 and not (src_rows_may_come_back(inputs.src_changes, self.lookup.schema(inputs.base.schema_id),
                                                 self.lookup.schema(inputs.src.schema_id), inputs.schema)
                          and self.src_rows_come_back(inputs)) \
@@ -603,6 +610,12 @@ class DataMerger:
                    .withColumn(KEEP, keep))
         if resolutions is not None:
             decided = apply_resolutions(decided, resolutions, keys, values)
+        if report_only:
+            count, shown = _first_conflicting_keys(decided, keys, report_only)
+            plan = DataPlan(keep_segments=list(inputs.dest.segments), tombstones=list(inputs.dest.tombstones),
+                            decided=decided, relation_keys=keys, relation_values=values, shown_keys=shown)
+            plan.conflicts = _key_conflicts(inputs, keys, shown[:_SHOWN_KEYS], count)
+            return plan
         decided = decided.cache()
         plan = DataPlan(keep_segments=list(inputs.dest.segments), tombstones=list(inputs.dest.tombstones),
                         cached=[decided], decided=decided, relation_keys=keys, relation_values=values)
@@ -632,15 +645,12 @@ class DataMerger:
         plan.doomed_summary = TombstoneSummary(stats["doomed"], frozenset(t["segment"] for t in stats["touched"]),
                                                frozenset(t["file"] for t in stats["touched"]))
         # Reported even when `prefer` settles them, so a merge says what it decided.
-        clashes_found = decided.filter(F.col("_bs_rule").isNotNull())
         count = stats["conflicts"]
         if count:
-            shown = clashes_found.select(*[quote(k) for k in keys], "_bs_rule").limit(_SHOWN_KEYS).collect()
-            for rule_name in sorted({r["_bs_rule"] for r in shown}):
-                listed = [", ".join(f"{k}={r[k]}" for k in keys) for r in shown if r["_bs_rule"] == rule_name]
-                more = f" (+{count - len(shown)} more keys)" if count > len(shown) else ""
-                plan.conflicts.append(Conflict("table", inputs.name, _ops(inputs.src_changes),
-                                               _ops(inputs.dest_changes), rule_name, "; ".join(listed) + more))
+            # the first keys in key order, as a preview lists them (merge/preview's one job)
+            shown = (decided.filter(F.col("_bs_rule").isNotNull()).select(*[quote(k) for k in keys], "_bs_rule")
+                     .orderBy(*[quote(k) for k in keys]).limit(_SHOWN_KEYS).collect())
+            plan.conflicts = _key_conflicts(inputs, keys, shown, count)
         # Sized by the counts: a small merge writes one file of each kind, not one per shuffle partition.
         plan.new_rows = (decided.filter(written_here).select(f"{MERGED}.*")
                          .coalesce(_files_for(stats["kept"])))
@@ -757,6 +767,30 @@ class DataMerger:
             gone = self._read(inputs, inputs.base, removed).withColumn(TOMB_SEQ, F.col(ROW_SEQ) + 1)
             deleted = gone if deleted is None else deleted.select(*gone.columns).unionByName(gone)
         return rows, deleted
+
+
+def _key_conflicts(inputs: TableInputs, keys: list[str], shown: list, count: int) -> list[Conflict]:
+    """A keyed table's conflicts as a report lists them: per rule, the keys of it among the first shown (in key
+    order), and how many conflicting keys are not listed."""
+    conflicts = []
+    for rule_name in sorted({r["_bs_rule"] for r in shown}):
+        listed = [", ".join(f"{k}={r[k]}" for k in keys) for r in shown if r["_bs_rule"] == rule_name]
+        more = f" (+{count - len(shown)} more keys)" if count > len(shown) else ""
+        conflicts.append(Conflict("table", inputs.name, _ops(inputs.src_changes), _ops(inputs.dest_changes),
+                                  rule_name, "; ".join(listed) + more))
+    return conflicts
+
+
+def _first_conflicting_keys(decided: DataFrame, keys: list[str], limit: int) -> tuple[int, list]:
+    """(how many keys conflict, the first `limit` of them in key order with their rule): one Spark job that
+    keeps the first ones in key order (a top-k per partition, no sort of them all); fewer than `limit` are all
+    of them, else a second job counts them."""
+    ordered = [quote(k) for k in keys]
+    clashes = decided.filter(F.col("_bs_rule").isNotNull())
+    shown = (clashes.selectExpr(f"struct({', '.join(ordered)}, _bs_rule) AS _bs_key_row", *ordered)
+             .orderBy(*ordered).limit(limit).select("_bs_key_row").collect())
+    count = len(shown) if len(shown) < limit else clashes.count()
+    return count, [row["_bs_key_row"] for row in shown]
 
 
 def _tagged(frame: DataFrame, keys: list[str], row_columns: list[str], side: str, kind: str, seq: str,

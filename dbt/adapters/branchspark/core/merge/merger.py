@@ -142,6 +142,10 @@ class MergeOptions:
     # False: the result is one plain commit, as if written on dest's head (commit replay), not a merge commit.
     merge_commit: bool = True
     allow_protected: bool = True  # a merge may write a protected branch; a replayed write only if it could
+    # A merge preview (diff/preview.py): plan only what decides the conflicts, and list the first this many
+    # conflicting keys of each keyed table; 0: a merge that may write. Rows are planned only for keyed tables
+    # both sides wrote: only there can rows conflict without a paused merge, a driver or on_conflict.
+    report_only: int = 0
 
 
 class ThreeWayMerge:
@@ -399,6 +403,17 @@ class ThreeWayMerge:
             ops.append((Op.ALTER_COLUMN, {"action": "merge"}))
         data = None
         src_dml = src_changes.ops & set(TABLE_DML)
+        # src's records are against another version than the base (a merge that kept dest's table over the
+        # base's rows, merged back) and list no row change, yet its rows are not the base's: dest changed
+        # nothing, so src's rows are the merge's, recorded as the overwrite they are from dest's side.
+        src_taken = not src_dml and src_changes.off_base and dest.version_id == base.version_id \
+            and (src.segments, src.tombstones) != (dest.segments, dest.tombstones)
+        if self.options.report_only and not contested and not (keyed and src_dml and dest_changes.ops & set(TABLE_DML)):
+            # A preview: no row of this table can conflict. Keyless rows conflict only when decided one by one
+            # (a paused merge, a driver, on_conflict: `contested`); a keyed table's only where both sides wrote.
+            ops += [(op, {}) for op in sorted({Op.OVERWRITE} if src_taken else src_dml)]
+            result.outcomes.append(Outcome("table", name, "merged", note=", ".join(o for o, _ in ops)))
+            return
         # An operation-pair conflict (no row contested) settled by ours or theirs: the rows merge by the rules.
         # dest's rows are the base's: src's version of the data is the merged one, shared as it is unless a
         # row src changed is the same in the merged columns (then it must not be listed as changed).
@@ -410,11 +425,7 @@ class ThreeWayMerge:
         as_src = not (by_count and not src_changes.off_base
                       or keyed and src_rows_may_come_back(src_changes, base_schema, src_schema, merged_schema)
                       and merger.src_rows_come_back(inputs))
-        if not src_dml and src_changes.off_base and dest.version_id == base.version_id \
-                and (src.segments, src.tombstones) != (dest.segments, dest.tombstones):
-            # src's records are against another version than the base (a merge that kept dest's table over the
-            # base's rows, merged back) and list no row change, yet its rows are not the base's: dest changed
-            # nothing, so src's rows are the merge's, recorded as the overwrite they are from dest's side.
+        if src_taken:
             src_dml = {Op.OVERWRITE}
             state = state.evolve(segments=src.segments, tombstones=src.tombstones)
         elif src_dml and not dest_changes.ops & set(TABLE_DML) and as_src:
@@ -422,7 +433,7 @@ class ThreeWayMerge:
         elif src_dml:
             if keyed:
                 data = merger.keyed(inputs, prefer, driver, self.options.resolutions.get(name),
-                                    share=not self.options.keyless_rows)
+                                    share=not self.options.keyless_rows, report_only=self.options.report_only)
             else:
                 data = merger.keyless(inputs, contested, prefer, driver, self.options.resolutions.get(name))
             if data.decided is not None:
