@@ -26,7 +26,8 @@ case "${1:-}" in
     # (and the JVM's class-data archive, when make install built it), with the driver's Java options below.
     # The test JVMs' collector and memory pages (tests/spark_settings.py, FAST_TEST_JVM): the serial collector
     # leaves the cores to the tests, 1 MB pages die young; what Spark computes is the same. The Connect pass:
-    # the server's CPU 267 s against 301 s (2026-11-30).
+    # the server's CPU 267 s against 301 s (2026-11-30). On the test cluster (tests/spark_cluster.sh) its
+    # executors, fresh JVMs that each live for one pass of small tasks, also compile with C1 only.
     mapfile -t LOCAL_FILES < <("$VENV/bin/python" -m dbt.adapters.branchspark.core.spark_session "$MASTER" \
       "-Dderby.system.home=$STATE -XX:+UseSerialGC")
     # `make test`: the in-process test sessions' planning (tests/spark_settings.py, FAST_SMALL_QUERIES: no code
@@ -47,7 +48,8 @@ case "${1:-}" in
       --conf spark.sql.warehouse.dir="$STATE/spark-warehouse" \
       --conf spark.ui.enabled=false \
       --conf spark.sql.shuffle.partitions=2 \
-      --conf spark.default.parallelism=2 --conf spark.buffer.pageSize=1m "${FAST[@]}" "${LOCAL_FILES[@]}" >"$STATE/start.log" 2>&1 \
+      --conf spark.default.parallelism=2 --conf spark.buffer.pageSize=1m \
+      --conf "spark.executor.extraJavaOptions=-XX:+UseSerialGC -XX:TieredStopAtLevel=1" "${FAST[@]}" "${LOCAL_FILES[@]}" >"$STATE/start.log" 2>&1 \
       || { cat "$STATE/start.log" >&2; exit 1; }
     for _ in $(seq 1 120); do
       if port_open; then echo "connect server: listening on sc://127.0.0.1:$PORT (logs in $STATE)"; exit 0; fi

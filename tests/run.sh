@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# The test suite (`make test`; `make test-long` with BRANCHSPARK_TEST_DEPTH=long): a private PostgreSQL and a
-# Spark Connect server are started here unless BRANCHSPARK_TEST_PG_URL / BRANCHSPARK_TEST_CONNECT_URL already
-# name running ones, and stopped at the end. Pass 1 runs every test in-process (catalog and merge tests on
-# SQLite and PostgreSQL) but dbt's conformance suites; pass 2 runs those, the merge base and the deletion-vector
-# reads through Spark Connect. At the long depth both passes run only what `make test-long` adds: the `deep`
-# tests at full size and the long-only ones (tests/depth.py), such as the conformance suites in-process and the
-# merge matrix and rules through Connect.
+# The test suite (`make test`; `make test-long` with BRANCHSPARK_TEST_DEPTH=long): a private PostgreSQL, an
+# S3-compatible server (moto) and a Spark standalone cluster with a Spark Connect server on it are started here
+# unless BRANCHSPARK_TEST_PG_URL / BRANCHSPARK_TEST_S3_URL / BRANCHSPARK_TEST_CONNECT_URL already name running
+# ones, and stopped at the end. Pass 1 runs every test in-process (catalog and merge tests on SQLite and
+# PostgreSQL) but dbt's conformance suites; pass 2 runs those, the merge base, the deletion-vector reads and the
+# sample project on S3 through Spark Connect on the cluster (a master and two 1-core worker JVMs). At the long
+# depth both passes run only what `make test-long` adds: the `deep` tests at full size and the long-only ones
+# (tests/depth.py), such as the conformance suites in-process and the merge matrix and rules through Connect.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
@@ -31,9 +32,20 @@ if [ -z "${BRANCHSPARK_TEST_S3_URL:-}" ]; then
   stop+=("tests/moto_server.sh stop")
 fi
 export BRANCHSPARK_TEST_S3_URL
+# The cluster's executors reach the S3 server as a user's would, by the four AWS variables alone (the values
+# tests/conftest.py gives the test sessions); the Connect server's S3A settings name AWS_ENDPOINT_URL.
+export AWS_ENDPOINT_URL=${AWS_ENDPOINT_URL:-$BRANCHSPARK_TEST_S3_URL} AWS_REGION=${AWS_REGION:-us-east-1}
+export AWS_ACCESS_KEY_ID=${AWS_ACCESS_KEY_ID:-testing} AWS_SECRET_ACCESS_KEY=${AWS_SECRET_ACCESS_KEY:-testing-secret}
+# The cluster and its Connect server start beside pass 1, which does not use them (four JVMs, about 35 s), and
+# pass 2 waits for them. Executors are JVMs of their own on this machine, so every Connect test runs its tasks
+# as on a real cluster: task and broadcast data serialized between JVMs, jars shipped by Spark (issue 51).
+cluster_started=
+stop_cluster() { wait "$cluster_started" 2>/dev/null || true; tests/spark_cluster.sh stop; }
 if [ -z "${BRANCHSPARK_TEST_CONNECT_URL:-}" ]; then
-  tests/connect_server.sh start
-  stop+=("tests/connect_server.sh stop")
+  mkdir -p .spark-cluster
+  BRANCHSPARK_CONNECT_MEMORY=3g tests/spark_cluster.sh start >.spark-cluster/start.log 2>&1 &
+  cluster_started=$!
+  stop+=(stop_cluster)
   BRANCHSPARK_TEST_CONNECT_URL=sc://127.0.0.1:${BRANCHSPARK_CONNECT_PORT:-15002}
 fi
 export BRANCHSPARK_TEST_PG_URL BRANCHSPARK_TEST_CONNECT_URL
@@ -45,18 +57,24 @@ only=()
 # The cluster test (long only) runs dbt and a Spark Connect client in its own process: a test worker that has
 # run an in-process session cannot open a Connect one (pyspark's SESSION_ALREADY_EXIST), so it runs last, alone.
 OWN_PROCESS=tests/s3/test_cluster_s3.py
+ON_THE_CLUSTER=tests/s3/test_dbt_s3.py::test_sample_project_on_s3_builds_tests_and_merges
 [ "$BRANCHSPARK_TEST_DEPTH" = long ] && only=(--deep-only --deselect "$OWN_PROCESS")
 started=$SECONDS
 # Two workers; tests/conftest.py hands them the slowest scopes first (--no-loadscope-reorder keeps that order).
 # Through Connect the merge tests run on SQLite: what PostgreSQL changes is the catalog, which pass 1 covers;
-# the matrix's warehouse on S3 too (the test Connect server has no S3 settings; pass 1 runs it at the long depth).
+# the matrix's warehouse on S3 too (pass 1 runs it on S3 at the long depth).
 # --durations: CI's log names the slowest tests (the suite's time is a target, issue 50).
 "$PY" -m pytest tests -n 2 --dist loadscope --no-loadscope-reorder -p no:cacheprovider -q --durations=25 \
   "${only[@]}" "$@"
 echo "in-process pass: $((SECONDS - started)) s"
+if [ -n "$cluster_started" ] && ! wait "$cluster_started"; then
+  echo "the test cluster did not start:" >&2; cat .spark-cluster/start.log >&2; exit 1
+fi
 started=$SECONDS
+# The sample project's dbt flow on S3 runs here, on the cluster (tests/conftest.py leaves it out of pass 1).
 "$PY" -m pytest --connect tests/functional/adapter tests/core/test_merge_base.py tests/core/test_merge_matrix.py \
-  tests/core/test_merge_rules.py tests/core/test_deletion_vectors.py -k "not postgresql and not s3_warehouse" \
+  tests/core/test_merge_rules.py tests/core/test_deletion_vectors.py "$ON_THE_CLUSTER" \
+  -k "not postgresql and not s3_warehouse" \
   -n 2 --dist loadscope --no-loadscope-reorder -p no:cacheprovider -q --durations=10 "${only[@]}" "$@"
 echo "Spark Connect pass: $((SECONDS - started)) s"
 if [ "$BRANCHSPARK_TEST_DEPTH" = long ]; then

@@ -1,7 +1,10 @@
 """The sample project with dbt on an S3 warehouse (moto), reached through the four AWS variables alone: seed,
 run, test on dev, merge into protected main, each table equal to dev's; and a bucket that does not exist is
-one line from dbt that creates nothing."""
+one line from dbt that creates nothing. `make test` runs the flow through Spark Connect on the test cluster (a
+master, two worker JVMs: tests/run.sh), `make test-long` in-process too (tests/conftest.py)."""
 from __future__ import annotations
+
+import os
 
 import yaml
 
@@ -10,15 +13,21 @@ from tests.functional.test_merge_dbt import dbt, sample, tables  # noqa: F401  (
 from tests.s3_store import keys
 
 
-def _on_s3(project, warehouse: str, catalog: str) -> None:
+def _on_s3(project, warehouse: str, catalog: str, connect_url: str = "") -> None:
     profiles = yaml.safe_load((project / "profiles.yml").read_text())
     for output in profiles["branchspark_sample"]["outputs"].values():
         output.update(warehouse=warehouse, catalog=catalog)  # no S3 setting: the AWS variables say where
+        if connect_url:
+            output.update(method="connect", host=connect_url)
     (project / "profiles.yml").write_text(yaml.safe_dump(profiles))
 
 
-def test_sample_project_on_s3_builds_tests_and_merges(sample, spark, s3_warehouse, s3_catalog, bucket, capsys):
-    _on_s3(sample, s3_warehouse.replace("s3a://", "s3://"), s3_catalog)  # s3:// is the same place
+def test_sample_project_on_s3_builds_tests_and_merges(sample, spark, spark_connect_url, s3_warehouse, s3_catalog,
+                                                       bucket, capsys):
+    if os.environ.get("BRANCHSPARK_TEST_CLUSTER"):  # tests/run.sh's cluster: its executors write the files
+        assert spark.conf.get("spark.master") == os.environ["BRANCHSPARK_TEST_CLUSTER"]
+    # s3:// is the same place as s3a://
+    _on_s3(sample, s3_warehouse.replace("s3a://", "s3://"), s3_catalog, spark_connect_url)
     assert dbt(sample, "seed", "--target", "dev").success
     assert dbt(sample, "run", "--target", "dev").success
     assert dbt(sample, "test", "--target", "dev").success
