@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export PYSPARK_PYTHON := $(abspath $(PY))
 
-.PHONY: install peers test test-long demo demo-s3 bench bench-dbt bench-dbt-cli bench-peers test-model test-model-long
+.PHONY: install spark-iceberg peers test test-long demo demo-s3 bench bench-dbt bench-dbt-cli bench-peers test-model test-model-long
 
 # uv installs the same packages as pip (the same versions, checked with `pip freeze`) in about two thirds of the
 # time on a fresh machine: 48 s against 74 s without caches, bytecode compiled as pip does (2026-11-29).
@@ -46,28 +46,40 @@ install: $(VENV)/.installed $(JAR_STAMP) $(S3_JARS) $(JVM_ARCHIVE)
 	@ln -sfn "$(abspath dbt/adapters/branchspark)" \
 	  "$$($(PY) -c 'import dbt.adapters; print(dbt.adapters.__path__[0])')/branchspark"
 
-# The peers (issue 52): Spark as other teams run it, with Iceberg's runtime and Delta Lake, for the test of
-# Spark reading `branchspark serve` and bench/peers.py. Iceberg has no runtime for Spark 4.3 yet, so they get
-# their own environment, .venv-peers (pyspark 4.1, jars/peers/requirements.txt); their jars come from Maven
-# at install time (jars/peers/pom.xml -> .jars/peers/), never at run time.
+# Spark with Iceberg's runtime, the reader `make test` runs against `branchspark serve` (issue 52), and half of
+# the peers (below). Iceberg has no runtime for Spark 4.3 yet, so it gets its own environment, .venv-peers
+# (pyspark 4.1, jars/peers/requirements.txt), installed by .venv's uv (from cold caches pip took 4.5 minutes,
+# uv 37 s: docs/performance.md), and Iceberg's runtime jar alone from Maven (jars/spark-iceberg/pom.xml ->
+# .jars/spark-iceberg/), both at install time, never at run time. `make -j2 install spark-iceberg` (.ci/run)
+# runs it beside the install's later steps; order-only on .venv, whose reinstall need not redo this one.
 PEERS_VENV := .venv-peers
-PEERS_JARS := .jars/peers
-$(PEERS_VENV)/.installed: jars/peers/requirements.txt
-	python3 -m venv $(PEERS_VENV)
-	$(PEERS_VENV)/bin/python -m pip install --quiet -r jars/peers/requirements.txt
+SPARK_ICEBERG_JARS := .jars/spark-iceberg
+$(PEERS_VENV)/.installed: jars/peers/requirements.txt | $(VENV)/.installed
+	python3 -m venv --without-pip $(PEERS_VENV)
+	$(VENV)/bin/uv pip install --quiet --python $(PEERS_VENV)/bin/python -r jars/peers/requirements.txt
 	touch $@
+$(SPARK_ICEBERG_JARS)/.copied: jars/spark-iceberg/pom.xml
+	rm -rf $(SPARK_ICEBERG_JARS)
+	mvn -q -B -f jars/spark-iceberg/pom.xml dependency:copy-dependencies -DincludeScope=runtime \
+	  -DoutputDirectory="$(abspath $(SPARK_ICEBERG_JARS))"
+	touch $@
+spark-iceberg: $(PEERS_VENV)/.installed $(SPARK_ICEBERG_JARS)/.copied
+
+# The peers (issue 52): Spark as other teams run it, with Iceberg's runtime (above) and Delta Lake, for
+# bench/peers.py; Delta's jars come from Maven at install time (jars/peers/pom.xml -> .jars/peers/).
+PEERS_JARS := .jars/peers
 $(PEERS_JARS)/.copied: jars/peers/pom.xml
 	rm -rf $(PEERS_JARS)
 	mvn -q -B -f jars/peers/pom.xml dependency:copy-dependencies -DincludeScope=runtime \
 	  -DoutputDirectory="$(abspath $(PEERS_JARS))"
 	touch $@
-peers: $(PEERS_VENV)/.installed $(PEERS_JARS)/.copied
+peers: spark-iceberg $(PEERS_JARS)/.copied
 
 # tests/run.sh starts a private PostgreSQL and a Spark Connect server on 127.0.0.1 (unless the
 # BRANCHSPARK_TEST_*_URL variables name running ones), then runs the suite in-process and dbt's
 # conformance suites, the merge base and deletion-vector tests through Spark Connect. Aimed at 20 minutes
 # on 2 cores (not yet shown on a quiet machine): the random and stress tests run small (tests/depth.py).
-test: install
+test: install spark-iceberg
 	PY=$(PY) bash tests/run.sh
 
 # The deep profiles, run before resolving an issue that touches merge, changes, writes, storage or the

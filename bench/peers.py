@@ -49,7 +49,8 @@ from dbt.adapters.branchspark.core.lakehouse import Lakehouse
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PEERS_PYTHON = os.path.join(REPO, ".venv-peers", "bin", "python")
-PEERS_JARS = os.path.join(REPO, ".jars", "peers")
+PEERS_JARS = os.path.join(REPO, ".jars", "peers")  # Delta's
+SPARK_ICEBERG_JARS = os.path.join(REPO, ".jars", "spark-iceberg")  # Iceberg's runtime, shared with the tests
 SPARK = {"spark.master": "local[2]", "spark.sql.shuffle.partitions": "4", "spark.driver.memory": "4g",
          "spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false"}
 TABLE = "bench.events"
@@ -60,11 +61,17 @@ import peers_side  # noqa: E402  (stdlib and pyspark only: the same rows on both
 from peers_dbt import dbt_step  # noqa: E402
 
 
+def peers_jars() -> list[str]:
+    """Every jar `make peers` copied: Delta's and Iceberg's runtime."""
+    return sorted(os.path.join(folder, j) for folder in (PEERS_JARS, SPARK_ICEBERG_JARS)
+                  for j in os.listdir(folder) if j.endswith(".jar"))
+
+
 class PeersProcess:
     def __init__(self, root: str):
         if not os.path.exists(PEERS_PYTHON):
             raise SystemExit("bench/peers.py needs the peers' environment: run `make peers` first")
-        jars = sorted(os.path.join(PEERS_JARS, j) for j in os.listdir(PEERS_JARS) if j.endswith(".jar"))
+        jars = peers_jars()
         env = {k: v for k, v in os.environ.items() if k not in ("SPARK_HOME", "PYTHONPATH")}
         env["PYSPARK_PYTHON"] = PEERS_PYTHON
         self.log = open(os.path.join(root, "peers.log"), "w")
@@ -182,7 +189,7 @@ def main() -> None:
     try:
         import pyspark
         print(f"branchspark: pyspark {pyspark.__version__}; peers: Spark {peers.version}, "
-              f"{', '.join(sorted(j for j in os.listdir(PEERS_JARS) if j.endswith('.jar') and ('delta-spark' in j or 'iceberg' in j)))}",
+              f"{', '.join(sorted(os.path.basename(j) for j in peers_jars() if 'delta-spark' in j or 'iceberg' in j))}",
               flush=True)
         setup = {"branchspark": bs.setup(total)["seconds"], "peers (3 tables)": peers("setup", total=total)["seconds"]}
         print("setup (untimed for the ratios): " + ", ".join(f"{k} {v:.1f} s" for k, v in setup.items()), flush=True)
@@ -228,7 +235,7 @@ def dbt_rows(root: str, repeats: int, results: dict) -> None:
     """`dbt run` from the shell on four setups (bench/peers_dbt.py); one row per branchspark setup."""
     if not os.path.exists(os.path.join(os.path.dirname(PEERS_PYTHON), "dbt")):
         raise SystemExit("bench/peers.py's dbt step needs dbt-spark in the peers' environment: run `make peers`")
-    jars = sorted(os.path.join(PEERS_JARS, j) for j in os.listdir(PEERS_JARS) if j.endswith(".jar"))
+    jars = peers_jars()
     print("\n== dbt: `dbt run` of the sample project from the shell, wall time of the process", flush=True)
     times = dbt_step(root, SPARK, jars, repeats, rounds)
     peers_times = {"dbt-spark delta": times["dbt-spark delta"], "dbt-spark iceberg": times["dbt-spark iceberg"]}

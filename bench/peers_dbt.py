@@ -16,10 +16,10 @@ dbt's start, the profile, the Spark session, parsing with dbt's partial-parse fi
 
 dbt-spark's session method builds its SparkSession as `SparkSession.builder.enableHiveSupport()` plus every
 `server_side_parameters` entry of the profile, in the `dbt` process, before its JVM starts: so the profile
-gives it the peers' jars (`spark.jars`, the files `make peers` put in .jars/peers; nothing is fetched at run
-time), the extensions and the catalog. Same Spark settings on every setup: `local[2]`, 4 shuffle partitions,
-4 GB of driver memory (the engine: $BRANCHSPARK_ENGINE_MEMORY), no UI, ANSI mode off (branchspark's default;
-dbt-spark's macros predate Spark 4's ANSI default), `threads: 1`.
+gives it the peers' jars (`spark.jars`, the files `make peers` put in .jars/peers and .jars/spark-iceberg;
+nothing is fetched at run time), the extensions and the catalog. Same Spark settings on every setup:
+`local[2]`, 4 shuffle partitions, 4 GB of driver memory (the engine: $BRANCHSPARK_ENGINE_MEMORY), no UI, ANSI
+mode off (branchspark's default; dbt-spark's macros predate Spark 4's ANSI default), `threads: 1`.
 
 The same models on every setup: the sample project's models but `fct_order_changes`, which reads
 `branch_changes_since_last_build` (a branchspark-only macro) and is tagged `branchspark_only`: excluded on every

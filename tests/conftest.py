@@ -143,6 +143,8 @@ SLOWEST_FIRST = [
     "tests/core/test_merge_matrix.py[postgresql]",
     "tests/core/test_merge_rules.py[sqlite]",
     "tests/core/test_merge_interactive.py",
+    # a served catalog, then Spark with Iceberg's runtime in a JVM of its own: 85-115 s alone at load 5-8 (issue 52)
+    "tests/core/test_iceberg_serve.py",
     "tests/functional/test_run_landing.py",
     "tests/core/test_merge_rules.py[postgresql]",
     "tests/model/test_compaction_metamorphic.py",
@@ -151,7 +153,6 @@ SLOWEST_FIRST = [
     "tests/functional/test_changes_dbt.py",
     "tests/ui/test_ui.py",  # one catalog, one app and one browser (issue 54)
     "tests/core/test_command_output.py",
-    "tests/core/test_iceberg_serve.py",
     "tests/functional/test_interactive_merge_dbt.py",
     "tests/functional/test_dbt_on_postgres.py",
     "tests/s3/test_dbt_s3.py",  # in the Connect pass, on the cluster: its longest scope (40-50 s, issue 51)

@@ -1,7 +1,8 @@
-"""Run Spark with Iceberg's runtime (the peers' environment, `make peers`) against a `branchspark serve` URL.
+"""Run Spark with Iceberg's runtime (`make spark-iceberg`, which `make test` and `make peers` run) against a
+`branchspark serve` URL.
 
-The reader is tests/spark_iceberg_reader.py, run by .venv-peers' Python (pyspark 4.1) with the jars
-`make peers` copied into .jars/peers: one process, one JVM, for a whole batch of queries.
+The reader is tests/spark_iceberg_reader.py, run by .venv-peers' Python (pyspark 4.1) with Iceberg's runtime
+jar that Maven copied into .jars/spark-iceberg: one process, one JVM, for a whole batch of queries.
 """
 from __future__ import annotations
 
@@ -14,22 +15,23 @@ from tests.missing import missing
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PEERS_PYTHON = os.path.join(REPO, ".venv-peers", "bin", "python")
-PEERS_JARS = os.path.join(REPO, ".jars", "peers")
+SPARK_ICEBERG_JARS = os.path.join(REPO, ".jars", "spark-iceberg")
 READER = os.path.join(REPO, "tests", "spark_iceberg_reader.py")
 
 
 def iceberg_runtime_jar() -> str | None:
-    found = glob.glob(os.path.join(PEERS_JARS, "iceberg-spark-runtime-*.jar"))
+    found = glob.glob(os.path.join(SPARK_ICEBERG_JARS, "iceberg-spark-runtime-*.jar"))
     return found[0] if found else None
 
 
-def require_peers() -> None:
-    """Skip with the reason (fail under CI) when the peers are missing."""
+def require_spark_iceberg() -> None:
+    """Skip with the reason (fail under CI) when Spark with Iceberg's runtime is not installed."""
     absent = [what for what, ok in ((PEERS_PYTHON, os.path.exists(PEERS_PYTHON)),
-                                     (f"{PEERS_JARS}/iceberg-spark-runtime-*.jar", iceberg_runtime_jar()))
+                                     (f"{SPARK_ICEBERG_JARS}/iceberg-spark-runtime-*.jar", iceberg_runtime_jar()))
                if not ok]
     if absent:
-        reason = f"the peers' Spark is not installed ({', '.join(absent)} missing): run `make peers`"
+        reason = (f"Spark with Iceberg's runtime is not installed ({', '.join(absent)} missing): "
+                  "run `make spark-iceberg`")
         missing(reason)
 
 

@@ -1,7 +1,8 @@
 """Spark with Iceberg's runtime reading `branchspark serve` as a REST catalog, as another team's Spark would.
 
-Run by the peers' environment (`make peers`: .venv-peers with pyspark 4.1, .jars/peers with Iceberg's Spark
-runtime), not by the project's: Iceberg has no runtime for Spark 4.3 yet. It reads a JSON request on stdin:
+Run by the environment `make spark-iceberg` installs (.venv-peers with pyspark 4.1, .jars/spark-iceberg with
+Iceberg's Spark runtime), not by the project's: Iceberg has no runtime for Spark 4.3 yet. It reads a JSON
+request on stdin:
 
     {"uri": "http://127.0.0.1:PORT/iceberg", "jars": [...], "token": null,
      "catalogs": {"c_main": "main", "c_old": "main@<commit>"},      # catalog name -> warehouse (a ref)
@@ -55,7 +56,12 @@ def main() -> None:
     request = json.load(sys.stdin)
     from pyspark.sql import SparkSession
 
+    # A JVM that lives for one batch of small reads: the client compiler only and the serial collector took the
+    # 30 reads of main, a branch and an older commit from 33-35 s to 16-21 s (load 6-8, 2026-11-30); either
+    # alone 20.5 s (C1) or 23.2 s (serial). A smaller heap (512 MB), no adaptive plans and no code generation
+    # gained nothing measurable (docs/performance.md).
     builder = (SparkSession.builder.master(request.get("master", "local[1]"))
+               .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
                .config("spark.jars", ",".join(request["jars"]))
                .config("spark.sql.extensions", "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
                .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
