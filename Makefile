@@ -58,7 +58,8 @@ $(PEERS_VENV)/.installed: jars/peers/requirements.txt | $(VENV)/.installed
 	python3 -m venv --without-pip $(PEERS_VENV)
 	$(VENV)/bin/uv pip install --quiet --python $(PEERS_VENV)/bin/python -r jars/peers/requirements.txt
 	touch $@
-$(SPARK_ICEBERG_JARS)/.copied: jars/spark-iceberg/pom.xml
+# Maven 3.8 does not lock its local repository: one Maven at a time, even under make -j2 (order-only)
+$(SPARK_ICEBERG_JARS)/.copied: jars/spark-iceberg/pom.xml | $(S3_JARS)
 	rm -rf $(SPARK_ICEBERG_JARS)
 	mvn -q -B -f jars/spark-iceberg/pom.xml dependency:copy-dependencies -DincludeScope=runtime \
 	  -DoutputDirectory="$(abspath $(SPARK_ICEBERG_JARS))"
@@ -68,7 +69,7 @@ spark-iceberg: $(PEERS_VENV)/.installed $(SPARK_ICEBERG_JARS)/.copied
 # The peers (issue 52): Spark as other teams run it, with Iceberg's runtime (above) and Delta Lake, for
 # bench/peers.py; Delta's jars come from Maven at install time (jars/peers/pom.xml -> .jars/peers/).
 PEERS_JARS := .jars/peers
-$(PEERS_JARS)/.copied: jars/peers/pom.xml
+$(PEERS_JARS)/.copied: jars/peers/pom.xml | $(SPARK_ICEBERG_JARS)/.copied
 	rm -rf $(PEERS_JARS)
 	mvn -q -B -f jars/peers/pom.xml dependency:copy-dependencies -DincludeScope=runtime \
 	  -DoutputDirectory="$(abspath $(PEERS_JARS))"
