@@ -20,15 +20,14 @@ from ..core import errors
 from ..core.diff import THREE_DOT, TWO_DOT, branch_diff
 from ..core.diff.counted import table_diff_counts
 from ..core.diff.plan import TableDiff
-from ..core.diff.rows import ADDED, DIFF_TYPE, DIFF_TYPES, MODIFIED, NEW, OLD, REMOVED, CHANGED, RowDifference
+from ..core.diff.rows import (ADDED, DIFF_TYPE, DIFF_TYPES, KEYED_DIFF_TYPE, MODIFIED, NEW, OLD, REMOVED, CHANGED,
+                               RowDifference)
 from ..core.lakehouse import Lakehouse
 from .cells import cell_text
 
 PAGE_SIZE = 50
 FROM_FILES, FROM_SPARK = "catalog", "spark"  # where a table's counts came from (shown on the page)
 _TABLE_COLUMN = "_bs_ui_table"
-# a keyed diff row's type, from the rows it pairs (as RowDifference.relation names it)
-_KEYED_TYPE = f"CASE WHEN {NEW} IS NULL THEN '{REMOVED}' WHEN {OLD} IS NULL THEN '{ADDED}' ELSE '{MODIFIED}' END"
 
 
 def parse_spec(spec: str) -> tuple[str, str, str]:
@@ -139,7 +138,7 @@ def table_page(lakehouse: Lakehouse, from_ref: str, to_ref: str, mode: str, tabl
                        size=size)
     if rows.primary_key:
         keys = [F.col(f"`{k}`") for k in rows.primary_key]
-        frame, order, kind = rows.differing, keys, _KEYED_TYPE
+        frame, order, kind = rows.differing, keys, KEYED_DIFF_TYPE
         shown = [*keys, OLD, NEW, CHANGED]
     else:
         frame, kind = rows.relation(), f"`{rows.type_column}`"

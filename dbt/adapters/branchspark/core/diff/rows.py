@@ -36,6 +36,8 @@ DIFF_TYPE, CHANGED = "_diff_type", "_diff_changed"  # the relation's metadata co
 OLD, NEW = "_diff_old", "_diff_new"  # a modified key's rows, as structs of the columns
 ADDED, REMOVED, MODIFIED = "added", "removed", "modified"
 DIFF_TYPES = (ADDED, REMOVED, MODIFIED)
+# a keyed `differing` row's diff type, from the rows it pairs (SQL over OLD and NEW)
+KEYED_DIFF_TYPE = f"CASE WHEN {NEW} IS NULL THEN '{REMOVED}' WHEN {OLD} IS NULL THEN '{ADDED}' ELSE '{MODIFIED}' END"
 _SIDE, _NET, _ROW = "_bs_diff_side", "_bs_diff_net", "_bs_diff_row"
 
 
@@ -93,9 +95,8 @@ class RowDifference:
         if not self.primary_key:
             return self._copies().selectExpr(f"IF({_NET} < 0, '{REMOVED}', '{ADDED}') AS {kind}", *self._of(_ROW),
                                              f"{none} AS {changed}")
-        diff_type = f"CASE WHEN {NEW} IS NULL THEN '{REMOVED}' WHEN {OLD} IS NULL THEN '{ADDED}' ELSE '{MODIFIED}' END"
         values = [f"IF({NEW} IS NULL, {OLD}.{quote(c)}, {NEW}.{quote(c)}) AS {quote(c)}" for c in self.columns]
-        return self.differing.selectExpr(f"{diff_type} AS {kind}", *values,
+        return self.differing.selectExpr(f"{KEYED_DIFF_TYPE} AS {kind}", *values,
                                          f"IF({NEW} IS NULL OR {OLD} IS NULL, {none}, {CHANGED}) AS {changed}")
 
     def counts(self) -> dict[str, int]:
