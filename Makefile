@@ -48,15 +48,16 @@ install: $(VENV)/.installed $(JAR_STAMP) $(S3_JARS) $(JVM_ARCHIVE)
 
 # Spark with Iceberg's runtime, the reader `make test` runs against `branchspark serve` (issue 52), and half of
 # the peers (below). Iceberg has no runtime for Spark 4.3 yet, so it gets its own environment, .venv-peers
-# (pyspark 4.1, jars/peers/requirements.txt), installed by .venv's uv (from cold caches pip took 4.5 minutes,
-# uv 37 s: docs/performance.md), and Iceberg's runtime jar alone from Maven (jars/spark-iceberg/pom.xml ->
-# .jars/spark-iceberg/), both at install time, never at run time. `make -j2 install spark-iceberg` (.ci/run)
-# runs it beside the install's later steps; order-only on .venv, whose reinstall need not redo this one.
+# (pyspark 4.1 alone, jars/spark-iceberg/requirements.txt; from cold caches pip took 4.5 minutes, uv 29-37 s:
+# docs/performance.md), and Iceberg's runtime jar alone from Maven (jars/spark-iceberg/pom.xml ->
+# .jars/spark-iceberg/), both at install time, never at run time. The environment gets uv of its own, so that
+# under `make -j2 install spark-iceberg` (.ci/run) it installs beside .venv's install, not after it.
 PEERS_VENV := .venv-peers
 SPARK_ICEBERG_JARS := .jars/spark-iceberg
-$(PEERS_VENV)/.installed: jars/peers/requirements.txt | $(VENV)/.installed
-	python3 -m venv --without-pip $(PEERS_VENV)
-	$(VENV)/bin/uv pip install --quiet --python $(PEERS_VENV)/bin/python -r jars/peers/requirements.txt
+$(PEERS_VENV)/.installed: jars/spark-iceberg/requirements.txt
+	python3 -m venv $(PEERS_VENV)
+	$(PEERS_VENV)/bin/python -m pip install --quiet uv
+	$(PEERS_VENV)/bin/uv pip install --quiet --python $(PEERS_VENV)/bin/python -r jars/spark-iceberg/requirements.txt
 	touch $@
 # Maven 3.8 does not lock its local repository: one Maven at a time, even under make -j2 (order-only)
 $(SPARK_ICEBERG_JARS)/.copied: jars/spark-iceberg/pom.xml | $(S3_JARS)
@@ -74,7 +75,10 @@ $(PEERS_JARS)/.copied: jars/peers/pom.xml | $(SPARK_ICEBERG_JARS)/.copied
 	mvn -q -B -f jars/peers/pom.xml dependency:copy-dependencies -DincludeScope=runtime \
 	  -DoutputDirectory="$(abspath $(PEERS_JARS))"
 	touch $@
-peers: spark-iceberg $(PEERS_JARS)/.copied
+$(PEERS_VENV)/.bench: jars/peers/requirements.txt $(PEERS_VENV)/.installed
+	$(PEERS_VENV)/bin/uv pip install --quiet --python $(PEERS_VENV)/bin/python -r jars/peers/requirements.txt
+	touch $@
+peers: spark-iceberg $(PEERS_VENV)/.bench $(PEERS_JARS)/.copied
 
 # tests/run.sh starts a private PostgreSQL and a Spark Connect server on 127.0.0.1 (unless the
 # BRANCHSPARK_TEST_*_URL variables name running ones), then runs the suite in-process and dbt's
