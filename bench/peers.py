@@ -1,6 +1,7 @@
 """branchspark side by side with Delta Lake and Apache Iceberg on the same work, in one run (issue 52).
 
-    python bench/peers.py [--scale 1.0] [--repeats 3] [--steps upsert,changes,scan,preview,dbt] [--keep]
+    python bench/peers.py [--scale 1.0] [--repeats 3] [--steps upsert,changes,scan,preview,dbt]
+                          [--preview-tables 20] [--keep]
 
 At scale 1: a table of 10M rows (id, amount, customer; 4 files), 10k changed rows per upsert. `--scale 0.01`
 runs the same at 100k rows and 100 changes. Two Spark processes with the same settings (`local[2]`, 4 shuffle
@@ -18,9 +19,15 @@ rotating per round, so all sides share the machine's load alike; medians of `--r
     scan        a full scan (every column hashed and summed; the sums must agree) after 1% of the rows were
                 deleted (one DELETE, timed once apart): branchspark's
                 tombstones against Delta's deletion vectors and Iceberg's position deletes (merge-on-read)
-    preview     a CI preview environment of the project (its one 10M-row table): a branchspark branch
-                against Delta SHALLOW CLONE, a Delta rebuild (CREATE TABLE AS SELECT) and an Iceberg branch per
-                table; wall time and bytes written under the warehouse (branchspark: and its catalog file)
+    preview     a CI preview environment of a dbt project of `--preview-tables` tables (20): the 10M-row
+                table and 19 small ones of 10k rows each (1/1000 of the big one; built at setup, untimed).
+                A project's rows sit in a few fact tables, its staging and dimension models are small, and a
+                clone or a branch costs per table, not per row: the small tables carry that per-table cost,
+                the big one keeps the rebuild's rows, and `--preview-tables 1` is the one-table step of the
+                first runs. The preview of the whole project: one branchspark branch (one catalog row for
+                every table) against a Delta SHALLOW CLONE of every table into a preview folder, a Delta
+                rebuild (CREATE TABLE AS SELECT) of every table, and an Iceberg branch on every table; wall
+                time and bytes written under the warehouse (branchspark: and its catalog file)
     dbt         `dbt run` of the sample project (sample_project/, its models but the branchspark-only
                 fct_order_changes) from the shell, wall time of the whole process: branchspark on its warm
                 local engine (started and warmed up before the rounds: the run attaches to it) and on
@@ -146,6 +153,15 @@ class Branchspark:
         data_after, catalog_after = self._sizes()
         return {"seconds": seconds, "bytes": data_after - data, "catalog bytes": catalog_after - catalog}
 
+    def setup_project(self, tables: int, rows_each: int) -> dict:
+        """The preview's project: the big table and `tables` - 1 small ones (peers_side.project_rows), one commit."""
+        start = time.perf_counter()
+        with self.lh.transaction("main", message="project") as tx:
+            for name, first, last in peers_side.project_rows(tables, rows_each):
+                tx.create_table_as(f"bench.{name}", peers_side.rows(self.spark, first, last).coalesce(1),
+                                   primary_key=["id"])
+        return {"seconds": time.perf_counter() - start}
+
     def _sizes(self) -> tuple[int, int]:
         warehouse = os.path.join(self.root, "warehouse")
         catalog = sum(os.path.getsize(os.path.join(warehouse, f)) for f in os.listdir(warehouse)
@@ -169,6 +185,8 @@ def main() -> None:
     parser.add_argument("--scale", type=float, default=1.0, help="1.0: 10M rows, 10k changes")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--keep", action="store_true")
+    parser.add_argument("--preview-tables", type=int, default=20,
+                        help="the preview step's project: the big table and N-1 tables of 1/1000 its rows")
     parser.add_argument("--steps", default="upsert,changes,scan,preview,dbt",
                         help="comma-separated subset of upsert, changes (needs upsert), scan, preview, dbt")
     args = parser.parse_args()
@@ -192,6 +210,12 @@ def main() -> None:
               f"{', '.join(sorted(os.path.basename(j) for j in peers_jars() if 'delta-spark' in j or 'iceberg' in j))}",
               flush=True)
         setup = {"branchspark": bs.setup(total)["seconds"], "peers (3 tables)": peers("setup", total=total)["seconds"]}
+        if "preview" in steps and args.preview_tables > 1:  # the preview's project (its small tables), untimed
+            small = project_rows_each(total)
+            setup[f"branchspark, {args.preview_tables - 1} small tables"] = bs.setup_project(
+                args.preview_tables, small)["seconds"]
+            setup[f"peers, {args.preview_tables - 1} small tables x 2"] = peers(
+                "setup_project", tables=args.preview_tables, rows_each=small)["seconds"]
         print("setup (untimed for the ratios): " + ", ".join(f"{k} {v:.1f} s" for k, v in setup.items()), flush=True)
 
         kinds = peers_side.KINDS
@@ -217,7 +241,7 @@ def main() -> None:
         if "scan" in steps:
             scan_step(bs, peers, args.repeats, results)
         if "preview" in steps:
-            preview_step(bs, peers, args.repeats, results, extra)
+            preview_step(bs, peers, args.repeats, args.preview_tables, total, results, extra)
     finally:
         peers.close()
     finish(root, results, extra, args.keep)
@@ -265,17 +289,35 @@ def scan_step(bs, peers, repeats, results) -> None:
     print(f"rows after the deletes, every side: {counts['branchspark']:,}")
 
 
-def preview_step(bs, peers, repeats, results, extra) -> None:
+def project_rows_each(total: int) -> int:
+    """Rows of each small table of the preview's project: 1/1000 of the big table's (10k at scale 1)."""
+    return max(total // 1000, 10)
+
+
+def preview_step(bs, peers, repeats, tables, total, results, extra) -> None:
+    """The whole project's preview per side, timed as one (a CI job waits for all of it); its table count in
+    the step's name, and checked on every side: a preview that left a table out would look cheap."""
+    rows = total + (tables - 1) * project_rows_each(total)
+    print(f"\npreview: a project of {tables} tables, {rows:,} rows in all", flush=True)
     preview = {"branchspark": lambda i: bs.preview(f"preview{i}"),
                **{k: (lambda kk: lambda i: peers("preview", kind=kk, name=f"preview{i}"))(k)
                   for k in ("delta_clone", "delta_rebuild", "iceberg_mor")}}
     answers = rounds(preview, repeats, lambda label, run, i: run(i))
-    results["preview"] = {label: statistics.median(a["seconds"] for a in runs) for label, runs in answers.items()}
+    made = {label: {a["tables"] for a in runs} for label, runs in answers.items() if label != "branchspark"}
+    made["branchspark"] = {len(bs.lh.snapshot(f"preview{i}").tables("bench")) for i in range(repeats)}
+    if any(counts != {tables} for counts in made.values()):
+        raise SystemExit(f"a preview did not cover the project's {tables} tables: {made}")
+    step = f"preview ({tables} tables)"
+    results[step] = {label: statistics.median(a["seconds"] for a in runs) for label, runs in answers.items()}
     extra["preview bytes"] = {label: int(statistics.median(a["bytes"] for a in runs))
                               for label, runs in answers.items()}
     extra["preview bytes"]["branchspark catalog (SQLite pages)"] = int(statistics.median(
         a["catalog bytes"] for a in answers["branchspark"]))
-    report({"preview": results["preview"]}, extra)
+    report({step: results[step]}, extra)
+    print("peers' seconds per table (medians over the rounds): " + "; ".join(
+        f"{label} the big table {statistics.median(a['each'][0] for a in runs):.3f}, a small one "
+        f"{statistics.median(t for a in runs for t in a['each'][1:]) if tables > 1 else 0:.3f}"
+        for label, runs in answers.items() if label != "branchspark"), flush=True)
 
 
 def report(results: dict, extra: dict) -> None:
@@ -288,7 +330,7 @@ def report(results: dict, extra: dict) -> None:
             if label == "branchspark":
                 continue
             ratio = ours / seconds if seconds else float("inf")
-            target = TARGETS.get(step)
+            target = TARGETS.get(step.split(" (")[0])
             verdict = "" if target is None else f"  (target <= {target}x: {'ok' if ratio <= target else 'OVER'})"
             print(f"  vs {label:<17} {seconds:9.3f} s   ratio {ratio:8.3f}x{verdict}")
     for step, sizes in extra.items():

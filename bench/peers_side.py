@@ -36,6 +36,13 @@ def changes(spark, total: int, changed: int, round_index: int):
         F.concat(F.lit("customer-"), (F.col("id") % 5000).cast("string")).alias("customer"))
 
 
+def project_rows(tables: int, rows_each: int) -> list[tuple[str, int, int]]:
+    """The small tables of the preview's project beside the big one: (name, first id, end id), ids past the
+    big table's so no two tables hold the same rows; the same on every side."""
+    base = 10 ** 12
+    return [(f"model_{k:02d}", base + k * rows_each, base + (k + 1) * rows_each) for k in range(1, tables)]
+
+
 def dir_bytes(path: str) -> int:
     total = 0
     for root, _, names in os.walk(path):
@@ -63,6 +70,7 @@ class Peers:
         self.spark.sparkContext.setLogLevel("ERROR")
         self.root = root
         self.delta = f"{root}/delta/events"
+        self.project = {"delta": [self.delta], "iceberg_mor": [self.table("iceberg_mor")]}  # setup_project's
 
     def table(self, kind: str) -> str:
         return f"delta.`{self.delta}`" if kind == "delta" else f"ice.bench.events_{kind.split('_')[1]}"
@@ -128,19 +136,44 @@ class Peers:
     def count(self, kind: str) -> dict:
         return {"seconds": 0.0, "count": self.spark.sql(f"SELECT count(*) FROM {self.table(kind)}").collect()[0][0]}
 
-    def preview(self, kind: str, name: str) -> dict:
-        """A CI preview of the project's table: Delta shallow clone, Delta rebuild (CTAS), Iceberg branch."""
-        written_before = dir_bytes(self.root)
+    def setup_project(self, tables: int, rows_each: int) -> dict:
+        """The preview's project: the big table (`setup`) and `tables` - 1 small ones on each format, the
+        rows `project_rows` gives; Iceberg's are merge-on-read, as the big one the preview branches."""
         start = time.perf_counter()
-        if kind == "delta_clone":
-            self.spark.sql(f"CREATE TABLE delta.`{self.root}/delta/{kind}_{name}` SHALLOW CLONE {self.table('delta')}")
-        elif kind == "delta_rebuild":
-            self.spark.sql(f"CREATE TABLE delta.`{self.root}/delta/{kind}_{name}` USING delta AS "
-                           f"SELECT * FROM {self.table('delta')}")
-        else:
-            self.spark.sql(f"ALTER TABLE {self.table(kind)} CREATE BRANCH {name}")
+        self.project = {"delta": [self.delta], "iceberg_mor": [self.table("iceberg_mor")]}
+        for name, first, last in project_rows(tables, rows_each):
+            data = rows(self.spark, first, last).coalesce(1)
+            path = f"{self.root}/delta/project/{name}"
+            (data.write.format("delta").option("delta.enableDeletionVectors", "true")
+             .option("delta.enableChangeDataFeed", "true").save(path))
+            writer = data.writeTo(f"ice.bench.{name}").tableProperty("format-version", "2")
+            for mode in ("merge", "update", "delete"):
+                writer = writer.tableProperty(f"write.{mode}.mode", "merge-on-read")
+            writer.create()
+            self.project["delta"].append(path)
+            self.project["iceberg_mor"].append(f"ice.bench.{name}")
+        return {"seconds": time.perf_counter() - start}
+
+    def preview(self, kind: str, name: str) -> dict:
+        """A CI preview of the project, every table of it: Delta shallow clones into a preview folder (path
+        tables, as the big one), Delta rebuilds (CTAS) there, or an Iceberg branch per table."""
+        written_before = dir_bytes(self.root)
+        each = []  # seconds per table, the big one first
+        start = time.perf_counter()
+        for table in self.project["iceberg_mor" if kind == "iceberg_mor" else "delta"]:
+            table_start = time.perf_counter()
+            if kind == "iceberg_mor":
+                self.spark.sql(f"ALTER TABLE {table} CREATE BRANCH {name}")
+            else:
+                target = f"delta.`{self.root}/delta/{kind}_{name}/{os.path.basename(table)}`"
+                if kind == "delta_clone":
+                    self.spark.sql(f"CREATE TABLE {target} SHALLOW CLONE delta.`{table}`")
+                else:
+                    self.spark.sql(f"CREATE TABLE {target} USING delta AS SELECT * FROM delta.`{table}`")
+            each.append(time.perf_counter() - table_start)
         seconds = time.perf_counter() - start
-        return {"seconds": seconds, "bytes": dir_bytes(self.root) - written_before}
+        return {"seconds": seconds, "bytes": dir_bytes(self.root) - written_before, "tables": len(each),
+                "each": each}
 
 
 def main() -> None:
