@@ -47,6 +47,8 @@ if [ -z "${BRANCHSPARK_TEST_CONNECT_URL:-}" ]; then
   cluster_started=$!
   stop+=(stop_cluster)
   BRANCHSPARK_TEST_CONNECT_URL=sc://127.0.0.1:${BRANCHSPARK_CONNECT_PORT:-15002}
+  # the master the Connect pass's sessions must report (tests/s3/test_dbt_s3.py checks its flow ran there)
+  export BRANCHSPARK_TEST_CLUSTER=spark://127.0.0.1:${BRANCHSPARK_CLUSTER_PORT:-7077}
 fi
 export BRANCHSPARK_TEST_PG_URL BRANCHSPARK_TEST_CONNECT_URL
 
