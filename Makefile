@@ -80,10 +80,11 @@ $(PEERS_VENV)/.bench: jars/peers/requirements.txt $(PEERS_VENV)/.installed
 	touch $@
 peers: spark-iceberg $(PEERS_VENV)/.bench $(PEERS_JARS)/.copied
 
-# tests/run.sh starts a private PostgreSQL and a Spark Connect server on 127.0.0.1 (unless the
-# BRANCHSPARK_TEST_*_URL variables name running ones), then runs the suite in-process and dbt's
-# conformance suites, the merge base and deletion-vector tests through Spark Connect. Aimed at 20 minutes
-# on 2 cores (not yet shown on a quiet machine): the random and stress tests run small (tests/depth.py).
+# tests/run.sh starts a private PostgreSQL, moto's S3 server and a Spark standalone cluster with a Spark Connect
+# server on 127.0.0.1 (unless the BRANCHSPARK_TEST_*_URL variables name running ones), then runs the suite
+# in-process, and dbt's conformance suites, the merge base, deletion-vector tests and the sample project on S3
+# through Spark Connect on the cluster. Aimed at 20 minutes on 2 cores with the install (issue 50): the random
+# and stress tests run small (tests/depth.py).
 test: install spark-iceberg
 	PY=$(PY) bash tests/run.sh
 
