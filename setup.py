@@ -32,6 +32,7 @@ setup(
     include_package_data=True,
     package_data={
         "dbt.include.branchspark": ["dbt_project.yml", "profile_template.yml", "macros/**/*.sql"],
+        "dbt.adapters.branchspark.core": ["jvm_log4j2.properties"],  # the log of the JVMs it starts (jvm_log.py)
         "dbt.adapters.branchspark.core.catalog": ["migrations/*.py", "migrations/versions/*.py", "alembic.ini"],
         # the jar is compiled at build or install (storage/jvm_build.py), never at run time
         "dbt.adapters.branchspark.core.storage": ["jvm/*.java", "jvm/*.jar"],

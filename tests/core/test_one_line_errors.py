@@ -45,6 +45,9 @@ def test_missing_or_damaged_segment_file_is_one_line(lh, spark, orders, damage):
     if damage == "missing":  # found while planning the read: the core's read raises the same line
         with pytest.raises(errors.DataFileUnreadable, match="of table shop.orders is missing"):
             lh.read(orders)
+    else:  # found by the caller's own action on the DataFrame the core handed out (issue 51)
+        with pytest.raises(errors.DataFileUnreadable, match=f"{relative} of table shop.orders is damaged"):
+            lh.read(orders).count()
     assert lh.get_branch("main").head == head
 
 

@@ -133,4 +133,7 @@ def test_object_deleted_or_damaged_under_a_table_is_one_line(spark, s3_warehouse
     error = result.output.splitlines()[-1]
     assert error.startswith("error: data file ") and victim.split("lake/", 1)[1] in error, result.output
     assert ("is missing" if damage == "deleted" else "is damaged") in error and "of table shop.orders" in error
+    if damage == "damaged":  # the caller's own action on what the core's read handed out: the same line
+        with pytest.raises(errors.DataFileUnreadable, match="of table shop.orders is damaged"):
+            lh.read("shop.orders").count()
     assert lh.get_branch("main").head == head

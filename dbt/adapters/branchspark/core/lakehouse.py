@@ -32,7 +32,7 @@ from .commit_replay import is_hidden_branch, land_on_moved_head
 from .merge import interactive
 from .merge.strategies import merge_branch
 from .operations import ObjectKind, Op
-from .spark_errors import storage_error
+from .spark_errors import storage_error, translate_action_errors
 from .spark_session import local_session
 from .sql.session import SqlSession
 from .storage.layout import SEGMENT_COLUMN, Warehouse, metadata_roots
@@ -185,6 +185,9 @@ class Lakehouse:
         opening = _opening or (Opening.CREATE_IF_EMPTY if create else Opening.EXISTING)
         self.store = open_catalog(self.catalog_url, self.warehouse, opening)
         self.fault = fault or fault_from_env()
+        # an action on a DataFrame this Lakehouse handed out that fails on one of its files names the file's
+        # table in one line (spark_errors.py); again once the session exists, which may have reset py4j's hook
+        translate_action_errors(self.store)
 
     @classmethod
     def init(cls, spark: SparkSession | Callable[[], SparkSession] | None, warehouse: str,
@@ -202,6 +205,7 @@ class Lakehouse:
     def spark(self) -> SparkSession:
         if self._spark is None:
             self._spark = self._spark_factory()
+            translate_action_errors()
         return self._spark
 
     @property

@@ -20,8 +20,9 @@ from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 from pyspark.sql.connect.shell import PROGRESS_BAR_ENABLED
 
-from . import jvm_archive
+from . import jvm_archive, jvm_log
 from .connect import is_connect
+from .spark_errors import translate_action_errors
 from .storage import deletion_vectors, local_files, object_store
 
 # No Hive: branchspark never writes to Spark's catalog, which only holds temp views.
@@ -59,6 +60,8 @@ def spark_session(config: dict | None = None, remote: str | None = None, master:
         active = SparkSession.getActiveSession()
         if active is not None and (is_connect(active) if remote else master is None or not is_connect(active)):
             _apply_runtime_settings(active, config)
+            if not is_connect(active):
+                translate_action_errors()
             return active
         return _connect(remote, config) if remote else _in_process(master, config)
 
@@ -92,11 +95,15 @@ def _in_process(master: str | None, config: dict[str, str]) -> SparkSession:
     settings = object_store.session_config(settings)
     # the driver maps the classes dumped at install (jvm_archive.py): Spark starts in about 0.6 of the time
     settings = jvm_archive.session_config(settings)
+    # errors only in its log from the first line, no executor's copy of a failed task's error (jvm_log.py)
+    settings = jvm_log.session_config(settings)
     builder = SparkSession.builder
     for key, value in settings.items():
         builder = builder.config(key, str(value))
     session = builder.getOrCreate()
     quiet(session)
+    # a failed action on a warehouse's damaged or missing file: one line, not the JVM's stack (spark_errors.py)
+    translate_action_errors()
     return session
 
 
