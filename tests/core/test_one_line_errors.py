@@ -8,6 +8,7 @@ import os
 
 import pytest
 from click.testing import CliRunner
+from pyspark.errors import PySparkException
 
 from dbt.adapters.branchspark.core import errors
 from dbt.adapters.branchspark.cli.main import cli
@@ -27,7 +28,7 @@ def data_files(warehouse, table_id):
 
 
 @pytest.mark.parametrize("damage", ["missing", "damaged"])
-def test_missing_or_damaged_segment_file_is_one_line(lh, spark, orders, damage):
+def test_missing_or_damaged_segment_file_is_one_line(lh, spark, orders, damage, spark_connect_url):
     table_id = lh.snapshot().state(orders).id
     head = lh.get_branch("main").head
     victim = data_files(lh.warehouse.root, table_id)[0]
@@ -42,7 +43,12 @@ def test_missing_or_damaged_segment_file_is_one_line(lh, spark, orders, damage):
     error = out.splitlines()[-1]
     assert error.startswith("error: data file ") and relative in error and "of table shop.orders" in error, out
     assert ("is missing" if damage == "missing" else "is damaged") in error and "restore" in error
-    if damage == "missing":  # found while planning the read: the core's read raises the same line
+    if spark_connect_url:  # a Connect client plans on the server, at the action: Spark's own line naming the
+        # file, without the server's JVM stack (the CLI's line above is the same as in-process)
+        with pytest.raises(PySparkException) as failed:
+            lh.read(orders).count()
+        assert relative in str(failed.value) and "\n" not in str(failed.value).strip(), str(failed.value)[:3000]
+    elif damage == "missing":  # found while planning the read: the core's read raises the same line
         with pytest.raises(errors.DataFileUnreadable, match="of table shop.orders is missing"):
             lh.read(orders)
     else:  # found by the caller's own action on the DataFrame the core handed out (issue 51)
