@@ -39,7 +39,8 @@ DEFAULTS = {
 MASTER_ENV = "BRANCHSPARK_SPARK_MASTER"  # the master of a new in-process session (default local[*])
 # What a Spark Connect client may set; the server owns master, catalog, memory and UI.
 CONNECT_RUNTIME_SETTINGS = ("spark.sql.ansi.enabled", "spark.sql.session.timeZone", "spark.sql.shuffle.partitions",
-                            "spark.sql.adaptive.coalescePartitions.initialPartitionNum", "spark.sql.connect.serverStacktrace.enabled")
+                            "spark.sql.adaptive.coalescePartitions.initialPartitionNum",
+                            "spark.sql.connect.serverStacktrace.enabled")
 # A Connect client's error carries the server's JVM stack unless asked not to (pyspark's classic sessions show
 # none by default): a failed action on a damaged file is then one line naming the file, as in-process (issue 51)
 CONNECT_DEFAULTS = {"spark.sql.connect.serverStacktrace.enabled": "false"}
