@@ -6,10 +6,8 @@ import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.Map;
-import java.util.concurrent.atomic.AtomicReference;
 
 import org.apache.spark.rdd.InputFileBlockHolder;
-import org.apache.spark.rdd.InputFileBlockHolder$;
 import org.apache.spark.unsafe.types.UTF8String;
 
 /**
@@ -18,9 +16,11 @@ import org.apache.spark.unsafe.types.UTF8String;
  * file the task is reading deleted?
  *
  * <p>The file is the scan's current input file (what input_file_name() reads), so no per-row file
- * column is needed. Spark keeps it in a thread-local holder that it points at a new block object for
- * each file; the first call of a task takes the task's holder, and every row then compares one
- * reference with the last file's block instead of looking the thread-local up again.
+ * column is needed. It is looked up in Spark's thread-local holder for every row, and its path string
+ * (one object per file) compared by reference with the last file's. The holder object itself must not be
+ * kept across rows: Spark replaces it whenever a scan partition ends (FileScanRDD unsets it), so a task
+ * that reads more than one partition of files (a coalesce, as the change feed's comparison of small
+ * inputs does) would go on testing later files' rows against an earlier file's vector (issue 67).
  *
  * <p>The vectors are one binary value, decoded on first use in each task (Spark gives every task its
  * own deserialized copy of this object): entries of [int name length][name, UTF-8: the
@@ -35,8 +35,6 @@ public final class DeletionVectors implements Serializable {
 
   private final byte[] encoded;
   private transient Map<String, Object> vectors;
-  private transient AtomicReference<?> fileHolder;  // this task's: Spark sets a new block per file
-  private transient Object currentBlock;
   private transient UTF8String currentFile;
   private transient Object currentVector;
 
@@ -50,11 +48,7 @@ public final class DeletionVectors implements Serializable {
 
   /** True when a tombstone deletes the row at `position` of the file the task is reading. */
   public boolean isDeleted(long position) {
-    if (fileHolder != null) {
-      if (fileHolder.get() != currentBlock) {
-        nextFile();
-      }
-    } else if (InputFileBlockHolder.getInputFilePath() != currentFile) {
+    if (InputFileBlockHolder.getInputFilePath() != currentFile) {
       nextFile();
     }
     return contains(currentVector, position);
@@ -76,15 +70,7 @@ public final class DeletionVectors implements Serializable {
   private void nextFile() {
     if (vectors == null) {  // first row of the task
       vectors = decode(encoded);
-      Object holder = InputFileBlockHolder$.MODULE$.getThreadLocalValue();
-      if (holder instanceof AtomicReference) {
-        fileHolder = (AtomicReference<?>) holder;
-      }
     }
-    if (fileHolder != null) {
-      currentBlock = fileHolder.get();
-    }
-    // The holder keeps one string per file: later rows compare references (block or string).
     UTF8String file = InputFileBlockHolder.getInputFilePath();
     currentVector = vectors.get(rowFileName(file.toString()));
     currentFile = file;
