@@ -18,13 +18,20 @@ BASE = [(0, "p", 0), (1, "q", 1), (2, "r", 2)]
 SECOND = [(3, "p", 0), (4, "q", 2), (4, "r", 2)]
 
 
-def _base(lh, spark, primary_key=None):
+def frame(spark, rows, split: int = 0):
+    """`rows` as a DataFrame, in `split` partitions (files of a write) when given, else as the session splits
+    local data (one partition per core)."""
+    df = spark.createDataFrame(rows, ID_NAME_N)
+    return df.repartition(split) if split else df
+
+
+def _base(lh, spark, split, primary_key=None):
     with lh.transaction("main", message="base") as tx:
         tx.create_database("db")
-        tx.create_table_as(TABLE, spark.createDataFrame(BASE, ID_NAME_N), primary_key=primary_key)
-    # a second segment, and rows spread over several files where the session splits local data
-    lh.branch("main").insert(TABLE, spark.createDataFrame(SECOND if primary_key is None
-                                                          else [(3, "p", 0), (4, "q", 2), (5, "r", 2)], ID_NAME_N))
+        tx.create_table_as(TABLE, frame(spark, BASE, split), primary_key=primary_key)
+    # a second segment
+    lh.branch("main").insert(TABLE, frame(spark, SECOND if primary_key is None
+                                          else [(3, "p", 0), (4, "q", 2), (5, "r", 2)], split))
 
 
 def _update_chain(branch):
@@ -34,8 +41,8 @@ def _update_chain(branch):
     branch.update(TABLE, "n >= 1", {"name": "concat(name, '!')", "n": "n + 2"})
 
 
-def chain_on_src(lh, spark, *, keyed=False, dest_compacts=False, src_compacts=False):
-    _base(lh, spark, ["id"] if keyed else None)
+def chain_on_src(lh, spark, split, *, keyed=False, dest_compacts=False, src_compacts=False):
+    _base(lh, spark, split, ["id"] if keyed else None)
     lh.create_branch("dev")
     dev = lh.branch("dev")
     _update_chain(dev)
@@ -47,14 +54,14 @@ def chain_on_src(lh, spark, *, keyed=False, dest_compacts=False, src_compacts=Fa
     return "abort"
 
 
-def settled_after_an_overwrite(lh, spark, *, on_conflict):
+def settled_after_an_overwrite(lh, spark, split, *, on_conflict):
     """src rebuilt the table and then updated it; dest updated rows of the base segment src's update also
     touched (A3), so `on_conflict` settles the contested rows (SPEC 3.6)."""
-    _base(lh, spark)
+    _base(lh, spark, split)
     lh.create_branch("dev")
     dev = lh.branch("dev")
     dev.update(TABLE, "id in (0, 1)", {"n": "n + 1"})
-    dev.overwrite(TABLE, spark.createDataFrame(BASE + [(5, "s", 1), (5, "s", 1)], ID_NAME_N))
+    dev.overwrite(TABLE, frame(spark, BASE + [(5, "s", 1), (5, "s", 1)], split))
     dev.update(TABLE, "n >= 1", {"name": "concat(name, '+')"})
     main = lh.branch("main")
     main.update(TABLE, "id in (0, 3)", {"n": "n + 100"})
@@ -64,13 +71,15 @@ def settled_after_an_overwrite(lh, spark, *, on_conflict):
 
 # name -> (setup, whether `make test` runs it); every one runs in `make test-long`
 SCENARIOS = {
-    "chain": (lambda lh, spark: chain_on_src(lh, spark), True),
-    "chain, dest compacted": (lambda lh, spark: chain_on_src(lh, spark, dest_compacts=True), True),
-    "chain, src compacted": (lambda lh, spark: chain_on_src(lh, spark, src_compacts=True), False),
-    "chain, keyed": (lambda lh, spark: chain_on_src(lh, spark, keyed=True, dest_compacts=True), False),
-    "overwrite, ours": (lambda lh, spark: settled_after_an_overwrite(lh, spark, on_conflict="ours"), True),
-    "overwrite, theirs": (lambda lh, spark: settled_after_an_overwrite(lh, spark, on_conflict="theirs"), False),
+    "chain": (lambda *a: chain_on_src(*a), True),
+    "chain, dest compacted": (lambda *a: chain_on_src(*a, dest_compacts=True), True),
+    "chain, src compacted": (lambda *a: chain_on_src(*a, src_compacts=True), False),
+    "chain, keyed": (lambda *a: chain_on_src(*a, keyed=True, dest_compacts=True), False),
+    "overwrite, ours": (lambda *a: settled_after_an_overwrite(*a, on_conflict="ours"), True),
+    "overwrite, theirs": (lambda *a: settled_after_an_overwrite(*a, on_conflict="theirs"), False),
 }
+# issue 55's second reproduction, word for word, as issue 67 ran it
+REPRODUCTION = ("chain", "chain, dest compacted")
 
 
 def _rows(frame) -> Counter:
@@ -84,11 +93,11 @@ def _feed(lh, from_, to, net: bool) -> tuple[Counter, Counter]:
     return deleted, inserted
 
 
-def feed_problems(lh, spark, scenario: str) -> list[str]:
-    """Run `scenario` on `lh`, merge dev into main, and say how the feed across the merge differs from the
-    difference of main's two versions (nothing: it is exact)."""
+def feed_problems(lh, spark, scenario: str, split: int = 0) -> list[str]:
+    """Run `scenario` on `lh` (its frames in `split` partitions, see `frame`), merge dev into main, and say how
+    the feed across the merge differs from the difference of main's two versions (nothing: it is exact)."""
     setup, _ = SCENARIOS[scenario]
-    on_conflict = setup(lh, spark)
+    on_conflict = setup(lh, spark, split)
     pre = lh.log("main", limit=1)[0].id
     lh.merge("dev", "main", on_conflict=on_conflict)
     post = lh.log("main", limit=1)[0].id

@@ -11,8 +11,9 @@ process (a master and a session kind are fixed when the JVM starts):
 - `join`: branchspark's session with deletion vectors off (`BRANCHSPARK_DELETION_VECTORS=off`), as without
   the jar: tombstones are applied by a join.
 
-Each scenario runs `--repeats` times per number of shuffle partitions, each in a new warehouse; one JSON line
-per run: {"partitions", "run", "scenario", "problems"}, then "done".
+Per number of shuffle partitions, issue 55's reproduction (the update chain, with and without dest compacted)
+runs `--repeats` times and every other scenario once, each in a new warehouse; one JSON line per run:
+{"partitions", "run", "scenario", "problems"}, then "done".
 """
 import argparse
 import json
@@ -45,12 +46,12 @@ def main() -> None:
     args = parser.parse_args()
     spark = session(args.session, args.master)
     from dbt.adapters.branchspark.core.lakehouse import Lakehouse
-    from tests.core.feed_scenarios import SCENARIOS, feed_problems
+    from tests.core.feed_scenarios import REPRODUCTION, SCENARIOS, feed_problems
     names = [args.only] if args.only else [name for name, (_, short) in SCENARIOS.items() if short or args.all]
     for partitions in [int(p) for p in args.partitions.split(",")]:
         spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
-        for run in range(args.repeats):
-            for name in names:
+        for name in names:
+            for run in range(args.repeats if name in REPRODUCTION else 1):
                 warehouse = tempfile.mkdtemp(prefix="feed-session-")
                 lh = Lakehouse(spark, warehouse)
                 try:

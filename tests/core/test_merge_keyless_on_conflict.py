@@ -10,7 +10,10 @@ from sorted_rows import rows
 
 from dbt.adapters.branchspark.core.changes import CHANGE_TYPE, DELETE, table_changes
 from dbt.adapters.branchspark.core.lakehouse import Lakehouse
+from dbt.adapters.branchspark.core.connect import is_connect
 from dbt.adapters.branchspark.core.storage import deletion_vectors
+from tests.core.feed_scenarios import REPRODUCTION, SCENARIOS, feed_problems
+from tests.depth import sized
 
 KN = "k string, n int"
 
@@ -78,28 +81,67 @@ def test_on_conflict_takes_the_final_version_of_a_row_a_side_updated_twice(lh, s
 
 # ------------------------------------------------------------ the change feed across a merge commit
 ID_NAME_N = "id int, name string, n int"
+# Issue 67: every way a session applies keyless tombstones, and shuffle partitions as a user's session has them
+# (test sessions run one); `make test` runs two, `make test-long` 1, 2 and 4, issue 55's reproduction 5 times
+READ_PATHS = ("session", "udf", "join")
+SHUFFLE_PARTITIONS = sized([2], [1, 2, 4])
+RUNS = sized(1, 5)
+# each file a scan partition of its own (its open cost counts as a whole partition's bytes), as a session with
+# several cores splits a segment's files: test sessions (one core's parallelism) pack a scan's files into one
+ONE_FILE_A_SCAN_PARTITION = ("spark.sql.files.openCostInBytes", str(128 << 20))
 
 
-def update_chain_on_dev(lh, spark):
-    base_table(lh, spark, [(0, "p", 0), (1, "q", 1), (2, "r", 2)], ID_NAME_N)
-    lh.branch("main").insert("db.t", spark.createDataFrame([(3, "p", 0), (4, "q", 2), (4, "r", 2)], ID_NAME_N))
-    lh.create_branch("dev")
-    dev = lh.branch("dev")
-    dev.update("db.t", "n < 2", {"name": "concat(name, 'z')"})
-    dev.update("db.t", "name like '%z'", {"name": "concat(name, '!')", "n": "n + 1"})
-    dev.update("db.t", "n >= 1", {"name": "concat(name, '!')", "n": "n + 2"})
+@pytest.fixture(params=READ_PATHS)
+def read_path_lh(request, spark, warehouse, catalog_url, monkeypatch):
+    """A Lakehouse whose reads apply tombstones the session's own way (in-process: our extension's expression
+    and Parquet source; through Spark Connect: the UDF), by the UDF as a user's own session does, or by the join
+    (no jar)."""
+    session = spark
+    if request.param == "udf":
+        if is_connect(spark):
+            pytest.skip("through Spark Connect the session's own way is the UDF (the `session` case)")
+        if not deletion_vectors.enabled(spark):
+            pytest.skip("no deletion-vector jar (no JDK at install): reads join (the `join` case)")
+        monkeypatch.setattr(deletion_vectors, "FUNCTION", "branchspark_deleted_row_as_udf")
+        session = spark.newSession()  # registered per session; the test session's extension shadows the name
+    elif request.param == "join":
+        monkeypatch.setenv("BRANCHSPARK_DELETION_VECTORS", "off")
+    lakehouse = Lakehouse(session, warehouse, catalog_url)
+    yield lakehouse
+    lakehouse.store.dispose()
 
 
-@pytest.mark.parametrize("dest_compacts", [False, True], ids=["plain", "dest_compacted"])
-def test_change_feed_across_a_merge_lists_no_intermediate_update_image(lh, spark, dest_compacts):
-    update_chain_on_dev(lh, spark)
-    if dest_compacts:
-        lh.branch("main").compact("db.t")
-    pre = head(lh, "main")
-    lh.merge("dev", "main")
-    post = head(lh, "main")
-    columns = ("id", "name", "n")
-    assert net_feed(lh, "db.t", pre, post, columns) == difference(lh, "db.t", pre, post, columns)
+@pytest.mark.parametrize("partitions", SHUFFLE_PARTITIONS)
+@pytest.mark.parametrize("scenario", REPRODUCTION, ids=["plain", "dest_compacted"])
+def test_change_feed_across_a_merge_lists_no_intermediate_update_image(read_path_lh, scenario, partitions):
+    """Issue 55's second reproduction, as issue 67 ran it: dev updates keyless rows in a chain, a clean merge;
+    the feed across it, plain and net, is the difference of main's two versions. Writes split in two files each,
+    as on two cores."""
+    lh = read_path_lh
+    lh.spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
+    lh.spark.conf.set(*ONE_FILE_A_SCAN_PARTITION)
+    try:
+        for run in range(RUNS):
+            if run:
+                lh.drop_branch("dev", force=True)
+                with lh.transaction("main", message="again") as tx:
+                    tx.drop_database("db", cascade=True)
+            problems = feed_problems(lh, lh.spark, scenario, split=2)
+            assert not problems, f"run {run + 1}: " + "\n".join(problems)
+    finally:
+        lh.spark.conf.unset("spark.sql.shuffle.partitions")
+        lh.spark.conf.unset(ONE_FILE_A_SCAN_PARTITION[0])
+
+
+@pytest.mark.parametrize("scenario", [name for name in SCENARIOS if name not in REPRODUCTION])
+def test_change_feed_across_other_merges_is_the_difference(read_path_lh, scenario):
+    """Compaction on the other side, a keyed chain, `on_conflict: ours|theirs` after src rebuilt the table."""
+    read_path_lh.spark.conf.set(*ONE_FILE_A_SCAN_PARTITION)
+    try:
+        problems = feed_problems(read_path_lh, read_path_lh.spark, scenario, split=2)
+    finally:
+        read_path_lh.spark.conf.unset(ONE_FILE_A_SCAN_PARTITION[0])
+    assert not problems, "\n".join(problems)
 
 
 def test_change_feed_across_a_clean_count_merge_is_the_difference(lh, spark):

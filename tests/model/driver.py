@@ -43,22 +43,24 @@ def _schema_ddl(columns) -> str:
     return ", ".join(f"`{c.name}` {c.type}" for c in columns)
 
 
-def _frame(spark, table: Table, rows: list[dict]):
-    return spark.createDataFrame([tuple(r[c.name] for c in table.columns) for r in rows], _schema_ddl(table.columns))
+def _frame(spark, table: Table, rows: list[dict], split: int = 0):
+    """`rows` as a DataFrame; in `split` partitions (files of a write) when given (session_variants.py)."""
+    df = spark.createDataFrame([tuple(r[c.name] for c in table.columns) for r in rows], _schema_ddl(table.columns))
+    return df.repartition(split) if split else df
 
 
-def _run_on_engine(spark, tx, name: str, table: Table, op: tuple) -> None:
+def _run_on_engine(spark, tx, name: str, table: Table, op: tuple, split: int = 0) -> None:
     kind = op[0]
     if kind == "insert":
-        tx.insert(name, _frame(spark, table, op[1]))
+        tx.insert(name, _frame(spark, table, op[1], split))
     elif kind == "delete":
         tx.delete(name, predicate_sql(*op[1:4]))
     elif kind == "update":
         tx.update(name, predicate_sql(*op[1:4]), {op[4]: expression_sql(op[4], op[5], op[6])})
     elif kind == "upsert":
-        tx.upsert(name, _frame(spark, table, op[1]))
+        tx.upsert(name, _frame(spark, table, op[1], split))
     elif kind == "overwrite":
-        tx.overwrite(name, _frame(spark, table, op[1]))
+        tx.overwrite(name, _frame(spark, table, op[1], split))
     elif kind == "compact":
         tx.compact(name)
     elif kind == "add_column":
@@ -99,9 +101,10 @@ def changed_keys(deleted: list[dict], inserted: list[dict]) -> set:
 
 
 class Batch:
-    def __init__(self, spark, cases: list[Case]):
+    def __init__(self, spark, cases: list[Case], split: int = 0):
         self.spark = spark
         self.cases = cases
+        self.split = split  # partitions of the frames it writes (session_variants.py)
         self.problems: list[str] = []
         self.warehouse = tempfile.mkdtemp(prefix="model-batch-")
         self.lh = Lakehouse(spark, self.warehouse)
@@ -129,7 +132,8 @@ class Batch:
                     rows = list({r["id"]: r for r in rows}.values())
                 table = Table.create(universe, case.keyed, columns, rows)
                 name = f"{DATABASE}.t{i}"
-                tx.create_table_as(name, _frame(spark, table, rows), primary_key=["id"] if case.keyed else None)
+                tx.create_table_as(name, _frame(spark, table, rows, self.split),
+                                   primary_key=["id"] if case.keyed else None)
                 tracked.append(Tracked(case, name, table, Branch(table), Branch(table)))
         with lh.transaction("main", message="base, second segment") as tx:
             for t in tracked:
@@ -137,7 +141,7 @@ class Batch:
                 op = concrete(("insert", t.case.base_later), later, "base", [0]) if t.case.base_later else None
                 if op:
                     run_on_model(op, later)
-                    _run_on_engine(spark, tx, t.name, t.base, op)
+                    _run_on_engine(spark, tx, t.name, t.base, op, self.split)
         for t in tracked:
             t.src, t.dest = Branch(t.base.copy()), Branch(t.base.copy())
         self.base_commit = lh.snapshot("main").commit_id
@@ -161,7 +165,7 @@ class Batch:
                     if op is None:
                         continue
                     before = _snapshot_rows(branch.table)
-                    _run_on_engine(self.spark, tx, t.name, branch.table, op)
+                    _run_on_engine(self.spark, tx, t.name, branch.table, op, self.split)
                     run_on_model(op, branch)
                     after = _snapshot_rows(branch.table)
                     pending.append((t, [before[i] for i in before if i not in after],
@@ -373,11 +377,12 @@ def keyless_settled_shapes(t: Tracked, settled: MergeOutcome) -> set[str]:
     return reached
 
 
-def run_batch(spark, cases: list[Case], merge_back: bool = MERGE_BACK, shapes: Counter | None = None) -> list[str]:
+def run_batch(spark, cases: list[Case], merge_back: bool = MERGE_BACK, shapes: Counter | None = None,
+              split: int = 0) -> list[str]:
     """The engine-against-model test of one batch: the mismatches found. `merge_back`: then merge dest back
     into src and check that src reads as dest does. `shapes`: counts, per KEYLESS_SETTLED_SHAPES, the cases
-    that reached it."""
-    batch = Batch(spark, cases)
+    that reached it. `split`: partitions of the frames it writes."""
+    batch = Batch(spark, cases, split)
     try:
         batch.build()
         for side in ("src", "dest"):
@@ -404,7 +409,7 @@ def with_compactions(history: list, positions: list[int]) -> list:
     return out
 
 
-def run_compaction_pairs(spark, cases: list[Case], positions: list[dict]) -> list[str]:
+def run_compaction_pairs(spark, cases: list[Case], positions: list[dict], split: int = 0) -> list[str]:
     """The metamorphic test: each case runs twice in one batch, once without any compaction and once with
     compactions at `positions` ({side: [index]}); both merges must give the same rows, schema and conflicts."""
     pairs = []
@@ -413,7 +418,7 @@ def run_compaction_pairs(spark, cases: list[Case], positions: list[dict]) -> lis
         compacted = replace(case, src=with_compactions(case.src, where.get("src", [])),
                             dest=with_compactions(case.dest, where.get("dest", [])))
         pairs += [plain, compacted]
-    batch = Batch(spark, pairs)
+    batch = Batch(spark, pairs, split)
     lh = batch.lh
     try:
         batch.build()

@@ -17,6 +17,7 @@ from collections import Counter
 
 from tests.model.driver import KEYLESS_SETTLED_SHAPES, run_batch
 from tests.model.profiles import BATCH_SIZE, MIN_BATCH, MIN_CASES, SHRINK, engine_settings
+from tests.model.session_variants import variants, varied_session
 
 # BRANCHSPARK_MODEL_FROM_BATCH=N runs a derandomized profile from its N-th batch on: a failure CI found in
 # batch 9 reproduces without running batches 1-8 again.
@@ -31,17 +32,18 @@ def test_merges_and_changes_match_the_model(spark, keyed, capsys):
     shapes = Counter()
 
     @engine_settings()
-    @given(batch=batches(keyed, MIN_BATCH, BATCH_SIZE))
-    def check(batch):
+    @given(batch=batches(keyed, MIN_BATCH, BATCH_SIZE), variant=variants())
+    def check(batch, variant):
         ran.append(len(batch))
         if len(ran) < FIRST_BATCH:  # generated (the same batches follow) but not run
             return
-        problems = run_batch(spark, batch, shapes=shapes)
+        with varied_session(spark, variant) as session:  # drawn per batch (issue 67)
+            problems = run_batch(session, batch, shapes=shapes, split=variant.write_split)
         if os.environ.get("BRANCHSPARK_MODEL_PROGRESS"):  # long runs: a line per batch (run pytest with -s)
             with capsys.disabled():  # long_run.py counts a chunk's cases from these lines
                 print(f"{time.strftime('%H:%M:%S')} {'keyed' if keyed else 'keyless'}: batch {len(ran)}, "
-                      f"{sum(ran)} cases, {len(problems)} mismatch(es)", file=sys.stderr, flush=True)
-        assert not problems, f"{len(problems)} mismatch(es):\n" + "\n".join(problems)
+                      f"{sum(ran)} cases, {len(problems)} mismatch(es), {variant}", file=sys.stderr, flush=True)
+        assert not problems, f"{len(problems)} mismatch(es) under {variant}:\n" + "\n".join(problems)
 
     check()
     assert SHRINK or sum(ran) >= MIN_CASES, f"only {sum(ran)} cases ran, the profile wants {MIN_CASES}"
