@@ -11,7 +11,6 @@ import csv
 import io
 from collections.abc import Iterator, MutableMapping
 from dataclasses import dataclass, field
-from functools import reduce
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -19,15 +18,14 @@ from pyspark.sql import functions as F
 from ..core import errors
 from ..core.diff import THREE_DOT, TWO_DOT, branch_diff
 from ..core.diff.counted import table_diff_counts
+from ..core.diff.counts import FROM_FILES, FROM_SPARK, table_counts
 from ..core.diff.plan import TableDiff
-from ..core.diff.rows import (ADDED, DIFF_TYPE, DIFF_TYPES, KEYED_DIFF_TYPE, MODIFIED, NEW, OLD, REMOVED, CHANGED,
+from ..core.diff.rows import (ADDED, DIFF_TYPES, KEYED_DIFF_TYPE, MODIFIED, NEW, OLD, REMOVED, CHANGED,
                                RowDifference)
 from ..core.lakehouse import Lakehouse
 from .cells import cell_text
 
 PAGE_SIZE = 50
-FROM_FILES, FROM_SPARK = "catalog", "spark"  # where a table's counts came from (shown on the page)
-_TABLE_COLUMN = "_bs_ui_table"
 
 
 def parse_spec(spec: str) -> tuple[str, str, str]:
@@ -66,29 +64,15 @@ def summary(lakehouse: Lakehouse, from_ref: str, to_ref: str, mode: str,
     """Per table the counts and schema changes: from the catalog where exact, the rest in one Spark job; no
     rows. The conflicts a merge would hit are the merge preview's page (it plans the merge, which costs more)."""
     diff = branch_diff(lakehouse, from_ref, to_ref, mode=mode, preview=False)
-    counts = {t.name: table_diff_counts(lakehouse.store, lakehouse.warehouse, t, memo) for t in diff.tables}
-    by_spark = {t.name for t in diff.tables if counts[t.name] is None}
-    counts.update(_spark_counts([t for t in diff.tables if t.name in by_spark]))
+    counts = table_counts(lakehouse, diff.tables, memo)
     tables = []
     for t in diff.tables:
-        n = counts[t.name]
+        n, counted_by = counts[t.name]
         if not any(n.values()) and not t.schema_changes and not t.renamed_from and t.status == "changed":
             continue  # other files, the same rows (a compaction, a rebuild that reproduced every row)
         tables.append(TableCounts(t.name, t.status, n[ADDED], n[REMOVED], n[MODIFIED],
-                                  [c.text() for c in t.schema_changes], t.renamed_from,
-                                  FROM_SPARK if t.name in by_spark else FROM_FILES))
+                                  [c.text() for c in t.schema_changes], t.renamed_from, counted_by))
     return Summary(diff.from_commit.id, diff.to_commit.id, tables, diff.unchanged + len(diff.tables) - len(tables))
-
-
-def _spark_counts(tables: list[TableDiff]) -> dict[str, dict[str, int]]:
-    """Rows per diff type of each table, in one Spark job for all of them (only the counts come back)."""
-    counts = {t.name: dict.fromkeys(DIFF_TYPES, 0) for t in tables}
-    if tables:
-        parts = [t.relation().select(F.lit(t.name).alias(_TABLE_COLUMN), F.col(t.rows.type_column).alias(DIFF_TYPE))
-                 for t in tables]
-        for row in reduce(DataFrame.unionByName, parts).groupBy(_TABLE_COLUMN, DIFF_TYPE).count().collect():
-            counts[row[_TABLE_COLUMN]][row[DIFF_TYPE]] = row["count"]
-    return counts
 
 
 @dataclass
