@@ -26,6 +26,7 @@ from ..core.lakehouse import Lakehouse
 from .cells import cell_text
 
 PAGE_SIZE = 50
+INLINE_ROWS, INLINE_TABLES = 5, 10  # the compare page shows the first rows of its first tables
 
 
 def parse_spec(spec: str) -> tuple[str, str, str]:
@@ -51,12 +52,6 @@ class TableCounts:
     counted_by: str  # FROM_FILES or FROM_SPARK
 
 
-@dataclass
-class Summary:
-    from_commit: str  # the merge base, for three-dot
-    to_commit: str
-    tables: list[TableCounts]
-    unchanged: int
 
 
 def summary(lakehouse: Lakehouse, from_ref: str, to_ref: str, mode: str,
@@ -65,14 +60,20 @@ def summary(lakehouse: Lakehouse, from_ref: str, to_ref: str, mode: str,
     rows. The conflicts a merge would hit are the merge preview's page (it plans the merge, which costs more)."""
     diff = branch_diff(lakehouse, from_ref, to_ref, mode=mode, preview=False)
     counts = table_counts(lakehouse, diff.tables, memo)
-    tables = []
+    tables, shown = [], []
     for t in diff.tables:
         n, counted_by = counts[t.name]
         if not any(n.values()) and not t.schema_changes and not t.renamed_from and t.status == "changed":
             continue  # other files, the same rows (a compaction, a rebuild that reproduced every row)
         tables.append(TableCounts(t.name, t.status, n[ADDED], n[REMOVED], n[MODIFIED],
                                   [c.text() for c in t.schema_changes], t.renamed_from, counted_by))
-    return Summary(diff.from_commit.id, diff.to_commit.id, tables, diff.unchanged + len(diff.tables) - len(tables))
+        if any(n.values()):
+            shown.append((t, tables[-1]))
+    found = Summary(diff.from_commit.id, diff.to_commit.id, tables, diff.unchanged + len(diff.tables) - len(tables))
+    for t, known in shown[:INLINE_TABLES]:  # a code host's first changes of each file: one small Spark job each
+        found.first_rows[t.name] = _page_of(lakehouse, t, 0, INLINE_ROWS, memo, known)
+    found.without_rows = max(0, len(shown) - INLINE_TABLES)
+    return found
 
 
 @dataclass
@@ -102,6 +103,16 @@ class TablePage:
         return max(1, -(-self.total // self.size))
 
 
+@dataclass
+class Summary:
+    from_commit: str  # the merge base, for three-dot
+    to_commit: str
+    tables: list[TableCounts]
+    unchanged: int
+    first_rows: dict[str, TablePage] = field(default_factory=dict)  # the first INLINE_ROWS of INLINE_TABLES tables
+    without_rows: int = 0  # tables with changed rows past INLINE_TABLES
+
+
 def table_page(lakehouse: Lakehouse, from_ref: str, to_ref: str, mode: str, table: str, page: int = 0,
                size: int = PAGE_SIZE, memo: MutableMapping[str, int] | None = None,
                known: TableCounts | None = None) -> TablePage:
@@ -111,7 +122,12 @@ def table_page(lakehouse: Lakehouse, from_ref: str, to_ref: str, mode: str, tabl
     found = _table(lakehouse, from_ref, to_ref, mode, table)
     if found is None or found.rows is None:
         return TablePage(table.lower(), [], (), {ADDED: 0, REMOVED: 0, MODIFIED: 0})
-    rows = found.rows
+    return _page_of(lakehouse, found, page, size, memo, known)
+
+
+def _page_of(lakehouse: Lakehouse, found: TableDiff, page: int, size: int,
+             memo: MutableMapping[str, int] | None, known: TableCounts | None) -> TablePage:
+    rows, table = found.rows, found.name
     page = max(0, int(page))
     if known is not None:
         counts, counted_by = {ADDED: known.added, REMOVED: known.removed, MODIFIED: known.modified}, known.counted_by
