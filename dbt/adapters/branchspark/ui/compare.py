@@ -1,5 +1,5 @@
 """What the compare pages show, through the core's row-level diff (core/diff): per table the counts and
-schema changes, then one table's rows a page at a time.
+schema changes and each table's first rows, then one table's rows a page at a time.
 
 Counts come from the catalog where it knows them exactly (core/diff/counted.py: appended files, added
 tombstones, a table added or dropped; no Spark job), else from one Spark job over the diff of the tables that
@@ -56,23 +56,29 @@ class TableCounts:
 
 def summary(lakehouse: Lakehouse, from_ref: str, to_ref: str, mode: str,
             memo: MutableMapping[str, int] | None = None) -> Summary:
-    """Per table the counts and schema changes: from the catalog where exact, the rest in one Spark job; no
-    rows. The conflicts a merge would hit are the merge preview's page (it plans the merge, which costs more)."""
+    """Per table the counts and schema changes, from the catalog where exact, and the first INLINE_ROWS rows
+    of the first INLINE_TABLES tables (cut in Spark). The conflicts a merge would hit are the merge preview's
+    page (it plans the merge, which costs more)."""
     diff = branch_diff(lakehouse, from_ref, to_ref, mode=mode, preview=False)
-    counts = table_counts(lakehouse, diff.tables, memo)
-    tables, shown = [], []
+    # a code host's first changes of each file: the first tables' first rows, one Spark job each, which also
+    # counts the table's rows where the catalog cannot; the other tables' counts in one job for all of them
+    with_rows = [t for t in diff.tables if t.rows is not None]
+    pages = {t.name: _page_of(lakehouse, t, 0, INLINE_ROWS, memo, None) for t in with_rows[:INLINE_TABLES]}
+    counts = table_counts(lakehouse, [t for t in diff.tables if t.name not in pages], memo)
+    counts.update((name, (page.counts, page.counted_by)) for name, page in pages.items())
+    found = Summary(diff.from_commit.id, diff.to_commit.id, [], diff.unchanged)
     for t in diff.tables:
         n, counted_by = counts[t.name]
         if not any(n.values()) and not t.schema_changes and not t.renamed_from and t.status == "changed":
-            continue  # other files, the same rows (a compaction, a rebuild that reproduced every row)
-        tables.append(TableCounts(t.name, t.status, n[ADDED], n[REMOVED], n[MODIFIED],
-                                  [c.text() for c in t.schema_changes], t.renamed_from, counted_by))
+            found.unchanged += 1  # other files, the same rows (a compaction, a rebuild that reproduced every row)
+            continue
+        found.tables.append(TableCounts(t.name, t.status, n[ADDED], n[REMOVED], n[MODIFIED],
+                                        [c.text() for c in t.schema_changes], t.renamed_from, counted_by))
         if any(n.values()):
-            shown.append((t, tables[-1]))
-    found = Summary(diff.from_commit.id, diff.to_commit.id, tables, diff.unchanged + len(diff.tables) - len(tables))
-    for t, known in shown[:INLINE_TABLES]:  # a code host's first changes of each file: one small Spark job each
-        found.first_rows[t.name] = _page_of(lakehouse, t, 0, INLINE_ROWS, memo, known)
-    found.without_rows = max(0, len(shown) - INLINE_TABLES)
+            if t.name in pages:
+                found.first_rows[t.name] = pages[t.name]
+            else:
+                found.without_rows += 1
     return found
 
 
