@@ -89,7 +89,7 @@ test: install spark-iceberg
 	PY=$(PY) bash tests/run.sh
 
 # The deep profiles, run before resolving an issue that touches merge, changes, writes, storage or the
-# catalog (README, "Tests"): the tests `make test` runs small at full size (the model test's 300 cases per
+# catalog (docs/tests.md): the tests `make test` runs small at full size (the model test's 300 cases per
 # table kind, 10 metamorphic batches per kind, every crash fault point on both catalogs, the concurrency test at
 # full size) and what only this runs; then one new random chunk per table kind of the long ledger.
 test-long: install peers

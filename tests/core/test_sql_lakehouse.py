@@ -3,7 +3,9 @@ functions, and Spark SQL on a branch, on a real catalog file, real Parquet and a
 import pytest
 
 from dbt.adapters.branchspark.core import errors
+from dbt.adapters.branchspark.core.diff import THREE_DOT
 from dbt.adapters.branchspark.core.sql.statements import SqlSyntaxError
+from dbt.adapters.branchspark.ui import compare
 
 
 def _ids(df) -> list:
@@ -36,6 +38,30 @@ def test_merge_branch_with_no_to_merges_into_the_session_branch_and_returns_the_
     head = lh.get_branch("main").head
     rows = session.sql("MERGE BRANCH dev TO main WITH (dry_run = true)").collect()
     assert rows[0]["status"] == "dry-run" and lh.get_branch("main").head == head
+
+
+def test_a_merges_dry_run_counts_the_rows_each_table_would_gain_and_lose(lh, orders, spark):
+    """Issue 71: `MERGE BRANCH feat TO main WITH (dry_run = true)` reported NULL in rows_added and rows_deleted;
+    it reports what the web view's compare main...feat counts (an update is a delete and an insert)."""
+    with lh.transaction("main", message="keyed") as tx:
+        tx.create_table_as("shop.customers", spark.createDataFrame(
+            [(i, f"c{i}") for i in range(1, 5)], "id bigint, name string"), primary_key=["id"])
+    lh.sql("CREATE BRANCH feat")
+    lh.sql("INSERT INTO shop.orders VALUES (6, 60.0), (7, 70.0); DELETE FROM shop.orders WHERE id = 1; "
+           "UPDATE shop.orders SET amount = 99 WHERE id = 2; UPDATE shop.customers SET name = 'x' WHERE id < 3; "
+           "DELETE FROM shop.customers WHERE id = 4", branch="feat")
+    lh.sql("INSERT INTO shop.customers VALUES (9, 'c9')", branch="main")  # main moved: a three-way merge
+    head = lh.get_branch("main").head
+    rows = {r["object"]: r for r in lh.sql("MERGE BRANCH feat TO main WITH (dry_run = true)").collect()}
+    assert lh.get_branch("main").head == head
+    assert {o: (r["status"], r["rows_added"], r["rows_deleted"]) for o, r in rows.items()} == {
+        "shop.orders": ("dry-run", 3, 2),  # 2 inserted + 1 update image; 1 deleted + 1 updated away
+        "shop.customers": ("dry-run", 2, 3)}  # 2 keys modified; 1 deleted
+    assert "2 modified" in rows["shop.customers"]["detail"]
+    shown = {t.table: t for t in compare.summary(lh, "main", "feat", THREE_DOT).tables}  # the web view's counts
+    for name, row in rows.items():
+        t = shown[name]
+        assert (row["rows_added"], row["rows_deleted"]) == (t.added + t.modified, t.removed + t.modified)
 
 
 def test_a_conflicting_merge_stops_with_its_report_and_changes_nothing(lh, orders):

@@ -5,8 +5,8 @@ First, over plain HTTP, who may read and write: bound to loopback by default, an
 token; every write needs the token and a same-site form with its CSRF value; a server given a token refuses
 every page without it; no page shows the token or a password. Then in a real browser: Debian's chromium,
 headless, driven by Playwright for Python (its own browser download does not work here): the branches page, a
-branch's graph, a three-dot compare's changed cell, a merge preview's conflict rule, and a paused merge resolved
-with theirs. The pages' screenshots go to docs/ui/ (README shows them). The browser tests come last: the last
+branch's graph, a three-dot compare's changed cell and each table's first rows inline (and a merge's dry run
+counting what the page counts), a merge preview's conflict rule, and a paused merge resolved with theirs. The pages' screenshots go to docs/ui/ (README shows them). The browser tests come last: the last
 one merges into `stage`."""
 import re
 import shutil
@@ -267,10 +267,22 @@ def test_branches_page_leads_to_a_branch_graph(page, lake):
     shot(page, "history")
 
 
-def test_three_dot_compare_highlights_the_changed_cell(page):
+def test_three_dot_compare_highlights_the_changed_cell(page, lake):
     page.goto(page.served.url + "/compare/main...dev")
     orders = page.locator('#tables tr[data-table="shop.orders"] td')
     assert [orders.nth(i).inner_text() for i in (2, 3, 4)] == ["0", "0", "1"]  # added, removed, modified
+    # issue 71: each changed table's first rows inline, as a code host shows a file's first changes
+    inline = page.locator('table[id="rows-of-shop.orders"] tr.modified td.changed')
+    assert inline.count() == 1 and inline.get_attribute("data-column") == "amount"
+    assert inline.locator(".old").inner_text() == "20.0" and inline.locator(".new").inner_text() == "25.5"
+    assert page.locator('table[id="rows-of-shop.events"] tr.added td.v').all_inner_texts() == ["3", "reopen"]
+    # and a dry run of the merge counts what the page counts (it reported NULL; an update is -1 +1)
+    shown = {t: [int(page.locator(f'#tables tr[data-table="{t}"] td').nth(i).inner_text()) for i in (2, 3, 4)]
+             for t in ("shop.orders", "shop.events")}
+    report = {r["object"]: r for r in lake.sql("MERGE BRANCH dev TO main WITH (dry_run = true)").collect()}
+    assert {t: (report[t]["rows_added"], report[t]["rows_deleted"]) for t in shown} == {
+        t: (added + modified, removed + modified) for t, (added, removed, modified) in shown.items()} == {
+        "shop.orders": (1, 1), "shop.events": (1, 0)}
     shot(page, "compare")
     page.click('#tables a:text-is("shop.orders")')
     changed = page.locator("#diff-rows tr.modified td.changed")
@@ -279,6 +291,22 @@ def test_three_dot_compare_highlights_the_changed_cell(page):
     assert changed.locator(".old").inner_text() == "20.0" and changed.locator(".new").inner_text() == "25.5"
     assert "changed" not in (page.locator('#diff-rows tr.modified td[data-column="status"]').get_attribute("class"))
     shot(page, "diff")
+
+
+def test_the_compare_page_shows_each_tables_first_rows_and_links_the_rest(page, lake, spark):
+    """Issue 71: at most compare.INLINE_ROWS rows of a table inline, cut in Spark, and a link to all of them."""
+    lake.create_branch("bulk", "main")
+    lake.branch("bulk").insert("shop.events", spark.createDataFrame(
+        [(10 + i, f"bulk {i}") for i in range(8)], "id int, kind string"), message="bulk: eight events")
+    page.goto(page.served.url + "/compare/main...bulk")
+    rows = page.locator('table[id="rows-of-shop.events"] tr.added')
+    assert rows.count() == compare.INLINE_ROWS == 5
+    assert [r.locator("td.v").first.inner_text() for r in rows.all()] == ["10", "11", "12", "13", "14"]
+    section = page.locator('section[id="rows-shop.events"]')
+    assert "The first 5 of 8 rows that differ" in section.inner_text()
+    section.locator("a.all-rows").click()
+    page.wait_for_url(re.compile(r"\?table=shop.events$"))
+    assert page.locator("#diff-rows tr.added").count() == 8
 
 
 def test_merge_preview_names_the_conflicts_rule(page, lake):

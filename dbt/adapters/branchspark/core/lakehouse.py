@@ -29,6 +29,7 @@ from .catalog.namespace import Namespace, check_branch_name
 from .catalog.state import BranchInfo, DatabaseInfo, TableInfo, TableState
 from .catalog.store import CATALOG_URL_ENV, MAIN, default_catalog_url, utcnow
 from .commit_replay import is_hidden_branch, land_on_moved_head
+from .diff.counts import count_dry_run
 from .merge import interactive
 from .merge.strategies import merge_branch
 from .operations import ObjectKind, Op
@@ -333,9 +334,11 @@ class Lakehouse:
               continue_: bool = False, views=()):
         """MERGE BRANCH src TO into (SPEC 3): one merge commit on `into`; see merge/strategies.py.
         Paused merges, drivers and rebase: docs/interactive-merge.md. Only databases and tables merge,
-        unless `views` names views of src to carry in the same commit (merge/views.py; dbt does)."""
-        return merge_branch(self, src, into, strategy=strategy, on_conflict=on_conflict, dry_run=dry_run,
-                            message=message, author=author, drivers=drivers, continue_=continue_, views=views)
+        unless `views` names views of src to carry in the same commit (merge/views.py; dbt does). A dry run
+        counts the rows each table would gain and lose, as the web view's compare counts them (diff/counts.py)."""
+        result = merge_branch(self, src, into, strategy=strategy, on_conflict=on_conflict, dry_run=dry_run,
+                              message=message, author=author, drivers=drivers, continue_=continue_, views=views)
+        return count_dry_run(self, result) if dry_run else result
 
     def merge_status(self, dest: str = MAIN) -> dict:
         return interactive.status(self, dest)

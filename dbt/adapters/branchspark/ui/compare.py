@@ -1,5 +1,5 @@
 """What the compare pages show, through the core's row-level diff (core/diff): per table the counts and
-schema changes, then one table's rows a page at a time.
+schema changes and each table's first rows, then one table's rows a page at a time.
 
 Counts come from the catalog where it knows them exactly (core/diff/counted.py: appended files, added
 tombstones, a table added or dropped; no Spark job), else from one Spark job over the diff of the tables that
@@ -11,7 +11,6 @@ import csv
 import io
 from collections.abc import Iterator, MutableMapping
 from dataclasses import dataclass, field
-from functools import reduce
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -19,15 +18,15 @@ from pyspark.sql import functions as F
 from ..core import errors
 from ..core.diff import THREE_DOT, TWO_DOT, branch_diff
 from ..core.diff.counted import table_diff_counts
+from ..core.diff.counts import FROM_FILES, FROM_SPARK, table_counts
 from ..core.diff.plan import TableDiff
-from ..core.diff.rows import (ADDED, DIFF_TYPE, DIFF_TYPES, KEYED_DIFF_TYPE, MODIFIED, NEW, OLD, REMOVED, CHANGED,
+from ..core.diff.rows import (ADDED, DIFF_TYPES, KEYED_DIFF_TYPE, MODIFIED, NEW, OLD, REMOVED, CHANGED,
                                RowDifference)
 from ..core.lakehouse import Lakehouse
 from .cells import cell_text
 
 PAGE_SIZE = 50
-FROM_FILES, FROM_SPARK = "catalog", "spark"  # where a table's counts came from (shown on the page)
-_TABLE_COLUMN = "_bs_ui_table"
+INLINE_ROWS, INLINE_TABLES = 5, 10  # the compare page shows the first rows of its first tables
 
 
 def parse_spec(spec: str) -> tuple[str, str, str]:
@@ -53,42 +52,34 @@ class TableCounts:
     counted_by: str  # FROM_FILES or FROM_SPARK
 
 
-@dataclass
-class Summary:
-    from_commit: str  # the merge base, for three-dot
-    to_commit: str
-    tables: list[TableCounts]
-    unchanged: int
 
 
 def summary(lakehouse: Lakehouse, from_ref: str, to_ref: str, mode: str,
             memo: MutableMapping[str, int] | None = None) -> Summary:
-    """Per table the counts and schema changes: from the catalog where exact, the rest in one Spark job; no
-    rows. The conflicts a merge would hit are the merge preview's page (it plans the merge, which costs more)."""
+    """Per table the counts and schema changes, from the catalog where exact, and the first INLINE_ROWS rows
+    of the first INLINE_TABLES tables (cut in Spark). The conflicts a merge would hit are the merge preview's
+    page (it plans the merge, which costs more)."""
     diff = branch_diff(lakehouse, from_ref, to_ref, mode=mode, preview=False)
-    counts = {t.name: table_diff_counts(lakehouse.store, lakehouse.warehouse, t, memo) for t in diff.tables}
-    by_spark = {t.name for t in diff.tables if counts[t.name] is None}
-    counts.update(_spark_counts([t for t in diff.tables if t.name in by_spark]))
-    tables = []
+    # a code host's first changes of each file: the first tables' first rows, one Spark job each, which also
+    # counts the table's rows where the catalog cannot; the other tables' counts in one job for all of them
+    with_rows = [t for t in diff.tables if t.rows is not None]
+    pages = {t.name: _page_of(lakehouse, t, 0, INLINE_ROWS, memo, None) for t in with_rows[:INLINE_TABLES]}
+    counts = table_counts(lakehouse, [t for t in diff.tables if t.name not in pages], memo)
+    counts.update((name, (page.counts, page.counted_by)) for name, page in pages.items())
+    found = Summary(diff.from_commit.id, diff.to_commit.id, [], diff.unchanged)
     for t in diff.tables:
-        n = counts[t.name]
+        n, counted_by = counts[t.name]
         if not any(n.values()) and not t.schema_changes and not t.renamed_from and t.status == "changed":
-            continue  # other files, the same rows (a compaction, a rebuild that reproduced every row)
-        tables.append(TableCounts(t.name, t.status, n[ADDED], n[REMOVED], n[MODIFIED],
-                                  [c.text() for c in t.schema_changes], t.renamed_from,
-                                  FROM_SPARK if t.name in by_spark else FROM_FILES))
-    return Summary(diff.from_commit.id, diff.to_commit.id, tables, diff.unchanged + len(diff.tables) - len(tables))
-
-
-def _spark_counts(tables: list[TableDiff]) -> dict[str, dict[str, int]]:
-    """Rows per diff type of each table, in one Spark job for all of them (only the counts come back)."""
-    counts = {t.name: dict.fromkeys(DIFF_TYPES, 0) for t in tables}
-    if tables:
-        parts = [t.relation().select(F.lit(t.name).alias(_TABLE_COLUMN), F.col(t.rows.type_column).alias(DIFF_TYPE))
-                 for t in tables]
-        for row in reduce(DataFrame.unionByName, parts).groupBy(_TABLE_COLUMN, DIFF_TYPE).count().collect():
-            counts[row[_TABLE_COLUMN]][row[DIFF_TYPE]] = row["count"]
-    return counts
+            found.unchanged += 1  # other files, the same rows (a compaction, a rebuild that reproduced every row)
+            continue
+        found.tables.append(TableCounts(t.name, t.status, n[ADDED], n[REMOVED], n[MODIFIED],
+                                        [c.text() for c in t.schema_changes], t.renamed_from, counted_by))
+        if any(n.values()):
+            if t.name in pages:
+                found.first_rows[t.name] = pages[t.name]
+            else:
+                found.without_rows += 1
+    return found
 
 
 @dataclass
@@ -118,6 +109,16 @@ class TablePage:
         return max(1, -(-self.total // self.size))
 
 
+@dataclass
+class Summary:
+    from_commit: str  # the merge base, for three-dot
+    to_commit: str
+    tables: list[TableCounts]
+    unchanged: int
+    first_rows: dict[str, TablePage] = field(default_factory=dict)  # the first INLINE_ROWS of INLINE_TABLES tables
+    without_rows: int = 0  # tables with changed rows past INLINE_TABLES
+
+
 def table_page(lakehouse: Lakehouse, from_ref: str, to_ref: str, mode: str, table: str, page: int = 0,
                size: int = PAGE_SIZE, memo: MutableMapping[str, int] | None = None,
                known: TableCounts | None = None) -> TablePage:
@@ -127,7 +128,12 @@ def table_page(lakehouse: Lakehouse, from_ref: str, to_ref: str, mode: str, tabl
     found = _table(lakehouse, from_ref, to_ref, mode, table)
     if found is None or found.rows is None:
         return TablePage(table.lower(), [], (), {ADDED: 0, REMOVED: 0, MODIFIED: 0})
-    rows = found.rows
+    return _page_of(lakehouse, found, page, size, memo, known)
+
+
+def _page_of(lakehouse: Lakehouse, found: TableDiff, page: int, size: int,
+             memo: MutableMapping[str, int] | None, known: TableCounts | None) -> TablePage:
+    rows, table = found.rows, found.name
     page = max(0, int(page))
     if known is not None:
         counts, counted_by = {ADDED: known.added, REMOVED: known.removed, MODIFIED: known.modified}, known.counted_by
