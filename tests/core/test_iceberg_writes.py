@@ -1,0 +1,238 @@
+"""Iceberg REST writes through `branchspark serve` (SPEC 6, 11; docs/iceberg.md): a real PyIceberg client
+creates, appends, overwrites and deletes on a branch; each REST commit is one branchspark commit recorded as
+the operation it is, a read through the catalog and `Lakehouse.read` return exactly the rows written, the
+change feed over the commits is exact, and a merge of the branch is row-level. Stale requirements are 409s
+that change nothing; fixed versions and protected branches refuse writes with 403; unknown updates and
+requirements are 400s naming them."""
+import threading
+import time
+from collections import Counter
+
+import pyarrow as pa
+import pytest
+import requests
+import uvicorn
+from pyiceberg.catalog.rest import RestCatalog
+from pyiceberg.exceptions import CommitFailedException
+
+from dbt.adapters.branchspark.core import errors
+from dbt.adapters.branchspark.core.changes import table_changes
+from dbt.adapters.branchspark.core.lakehouse import Lakehouse
+from dbt.adapters.branchspark.iceberg.routes import create_app
+from dbt.adapters.branchspark.iceberg.service import CatalogService
+from tests.core.changes_replay import multiset, replay
+from tests.iceberg_clients import free_port
+
+
+class _Server:
+    """`branchspark serve`'s app on a real HTTP port in this process (its Lakehouse never starts Spark)."""
+
+    def __init__(self, warehouse: str, token: str | None = None):
+        self.lh = Lakehouse(None, warehouse)
+        self.port = free_port()
+        self.server = uvicorn.Server(uvicorn.Config(create_app(CatalogService(self.lh), token), host="127.0.0.1",
+                                                    port=self.port, log_level="warning"))
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.thread.start()
+        deadline = time.time() + 30
+        while not self.server.started:
+            assert time.time() < deadline, "the server did not start"
+            time.sleep(0.02)
+        self.url = f"http://127.0.0.1:{self.port}/iceberg"
+
+    def stop(self):
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+        self.lh.store.dispose()
+
+
+@pytest.fixture(scope="module")
+def lake(spark, tmp_path_factory):
+    warehouse = str(tmp_path_factory.mktemp("iceberg_writes") / "warehouse")
+    lh = Lakehouse(spark, warehouse)
+    df = spark.createDataFrame
+    with lh.transaction("main", message="setup") as tx:
+        tx.create_database("shop")
+        tx.create_table_as("shop.orders", df([(i, f"o{i}", 10 * i) for i in range(5)], "id long, name string, qty long"))
+    lh.branch("main").insert("shop.orders", df([(i, f"o{i}", 10 * i) for i in range(5, 10)],
+                                               "id long, name string, qty long"))  # a second segment
+    server = _Server(warehouse)
+    yield {"lh": lh, "url": server.url, "warehouse": warehouse, "spark": spark}
+    server.stop()
+    lh.store.dispose()
+
+
+def _catalog(lake, warehouse: str) -> RestCatalog:
+    return RestCatalog("bs", uri=lake["url"], warehouse=warehouse)
+
+
+def _rows(lh, table: str, at: str) -> list:
+    return sorted(tuple(r) for r in lh.read(table, at=at).collect())
+
+
+def _scan(catalog: RestCatalog, table: str) -> list:
+    return sorted(tuple(r.values()) for r in catalog.load_table(table).scan().to_arrow().to_pylist())
+
+
+def _ops(lh, commit_id: str) -> list:
+    return sorted(str(o.op) for o in lh.store.operations(commit_id))
+
+
+def _prefix(lake, ref: str) -> str:
+    return requests.get(f"{lake['url']}/v1/config", params={"warehouse": ref}, timeout=30).json()["overrides"]["prefix"]
+
+
+def test_pyiceberg_creates_appends_overwrites_and_deletes_on_a_branch(lake):
+    lh = lake["lh"]
+    lh.create_branch("py")
+    catalog = _catalog(lake, "py")
+    catalog.create_namespace("ingest", {"owner": "loader"})
+    assert lh.snapshot("py").has_database("ingest") and not lh.snapshot("main").has_database("ingest")
+    schema = pa.schema([pa.field("id", pa.int64()), pa.field("name", pa.string())])
+    table = catalog.create_table("ingest.events", schema=schema)
+    created = lh.resolve("py")
+    assert _ops(lh, created.id) == ["create"] and lh.read("ingest.events", at="py").count() == 0
+
+    table.append(pa.table({"id": [1, 2, 3], "name": ["a", "b", "c"]}, schema=schema))
+    table.append(pa.table({"id": [4, 5], "name": ["d", "e"]}, schema=schema))
+    appended = lh.resolve("py")
+    assert _ops(lh, appended.id) == ["insert"]
+    expected = [(1, "a"), (2, "b"), (3, "c"), (4, "d"), (5, "e")]
+    assert _rows(lh, "ingest.events", "py") == expected == _scan(catalog, "ingest.events")
+    # the added files are segments where the client wrote them: nothing copied
+    state = lh.snapshot("py").state("ingest.events")
+    written = {f"{s.path}/{n}" for s in lh.snapshot("py").ns.segment_infos(state.segments) for n in s.files}
+    served = {f.file_path for f in catalog.load_table("ingest.events").scan().plan_files() for f in [f.file]}
+    assert {p.split("/tables/", 1)[1] for p in served} == {w.split("tables/", 1)[1] for w in written}
+
+    table = catalog.load_table("ingest.events")
+    table.delete("id = 2")  # copy-on-write: the file of 1, 2, 3 is rewritten
+    deleted = lh.resolve("py")
+    assert _ops(lh, deleted.id) == ["insert", "update"]
+    expected = [(1, "a"), (3, "c"), (4, "d"), (5, "e")]
+    assert _rows(lh, "ingest.events", "py") == expected == _scan(catalog, "ingest.events")
+
+    table = catalog.load_table("ingest.events")
+    table.delete("id >= 4")  # a whole file: a delete, nothing added
+    assert _ops(lh, lh.resolve("py").id) == ["delete"]
+    table = catalog.load_table("ingest.events")
+    table.overwrite(pa.table({"id": [7, 8], "name": ["g", "h"]}, schema=schema))
+    assert _rows(lh, "ingest.events", "py") == [(7, "g"), (8, "h")] == _scan(catalog, "ingest.events")
+
+    # exact change feed over the REST commits (SPEC 4): rows of `from` + changes = rows of `to`
+    changes = table_changes(lh, "ingest.events", appended.id, lh.resolve("py").id).collect()
+    assert replay(multiset(lh.read("ingest.events", at=appended.id)), changes, 2) == \
+        multiset(lh.read("ingest.events", at="py"))
+    # the table's own main branch did not move
+    assert not lh.snapshot("main").has_database("ingest")
+
+
+def test_merge_of_rest_writes_is_row_level_and_a_row_both_sides_updated_conflicts(lake):
+    lh, df = lake["lh"], lake["spark"].createDataFrame
+    lh.create_branch("loader")
+    base = lh.resolve("main")
+    catalog = _catalog(lake, "loader")
+    # the REST side deletes a row of the first segment (a copy-on-write rewrite of its file)
+    catalog.load_table("shop.orders").delete("id = 1")
+    # branchspark changes another row, of the other segment, on main meanwhile
+    lh.branch("main").update("shop.orders", "id = 7", {"qty": "qty + 1"})
+    lh.merge("loader", "main")
+    expected = sorted([(i, f"o{i}", 10 * i + (1 if i == 7 else 0)) for i in range(10) if i != 1])
+    assert _rows(lh, "shop.orders", "main") == expected == _scan(_catalog(lake, "main"), "shop.orders")
+    changes = table_changes(lh, "shop.orders", base.id, lh.resolve("main").id).collect()
+    assert replay(multiset(lh.read("shop.orders", at=base.id)), changes, 3) == multiset(lh.read("shop.orders"))
+
+    # both sides change the same row: a conflict with its report, nothing changed on main
+    lh.create_branch("loader2")
+    table = _catalog(lake, "loader2").load_table("shop.orders")
+    table.delete("id = 8")
+    lh.branch("main").update("shop.orders", "id = 8", {"qty": "0"})
+    before = lh.resolve("main")
+    with pytest.raises(errors.MergeConflict) as conflict:
+        lh.merge("loader2", "main")
+    assert "shop.orders" in str(conflict.value) and conflict.value.report is not None
+    assert lh.resolve("main").id == before.id and (8, "o8", 0) in _rows(lh, "shop.orders", "main")
+
+
+def test_stale_requirement_is_409_and_changes_nothing_then_the_retry_lands(lake):
+    lh = lake["lh"]
+    lh.create_branch("stale")
+    catalog = _catalog(lake, "stale")
+    first, second = catalog.load_table("shop.orders"), catalog.load_table("shop.orders")
+    row = pa.table({"id": [100], "name": ["x"], "qty": [1]}, schema=first.schema().as_arrow())
+    stale_snapshot = second.metadata.current_snapshot_id
+    first.append(row)
+    head = lh.resolve("stale").id
+    response = _post(lake, "stale", "/namespaces/shop/tables/orders", {
+        "requirements": [{"type": "assert-ref-snapshot-id", "ref": "main", "snapshot-id": stale_snapshot}],
+        "updates": [{"action": "set-properties", "updates": {"k": "v"}}]})
+    error = response.json()["error"]
+    assert response.status_code == 409 and error["type"] == "CommitFailedException"
+    assert "assert-ref-snapshot-id" in error["message"] and "reload the table and retry" in error["message"]
+    assert lh.resolve("stale").id == head
+    second.append(row)  # stale too: pyiceberg's own retry reloads on the 409 and lands
+    assert Counter(r[0] for r in _rows(lh, "shop.orders", "stale"))[100] == 2
+
+
+def test_eight_writers_appending_at_once_every_row_once(lake):
+    lh = lake["lh"]
+    lh.create_branch("many")
+    catalog = _catalog(lake, "many")
+    catalog.create_namespace("feed")
+    schema = pa.schema([pa.field("writer", pa.int64()), pa.field("n", pa.int64())])
+    catalog.create_table("feed.rows", schema=schema)
+    commits, retries = 3, Counter()
+
+    def write(writer: int):
+        client = _catalog(lake, "many")
+        for n in range(commits):
+            while True:
+                try:
+                    client.load_table("feed.rows").append(pa.table({"writer": [writer], "n": [n]}, schema=schema))
+                    break
+                except CommitFailedException:
+                    retries[writer] += 1
+
+    threads = [threading.Thread(target=write, args=(w,)) for w in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert _rows(lh, "feed.rows", "many") == sorted((w, n) for w in range(8) for n in range(commits))
+    assert _scan(catalog, "feed.rows") == _rows(lh, "feed.rows", "many")
+    assert sum(1 for c in lh.log("many") if _ops(lh, c.id) == ["insert"]) == 8 * commits
+
+
+def _post(lake, ref: str, path: str, body: dict) -> requests.Response:
+    return requests.post(f"{lake['url']}/v1/{_prefix(lake, ref)}{path}", json=body, timeout=30)
+
+
+def test_writes_refused_on_fixed_versions_and_protected_branches_naming_them(lake):
+    lh = lake["lh"]
+    at = lh.resolve("main").id
+    response = _post(lake, f"main@{at}", "/namespaces", {"namespace": ["nope"]})
+    assert response.status_code == 403 and "fixed version of branch 'main'" in response.json()["error"]["message"]
+    lh.create_branch("guarded")
+    lh.protect_branch("guarded")
+    response = _post(lake, "guarded", "/namespaces", {"namespace": ["nope"]})
+    body = response.json()["error"]
+    assert response.status_code == 403 and body["type"] == "ForbiddenException"
+    assert "'guarded'" in body["message"] and "merge into it instead" in body["message"]
+    assert not lh.snapshot("guarded").has_database("nope") and not lh.snapshot("main").has_database("nope")
+
+
+def test_unknown_update_or_requirement_is_400_naming_it_and_changes_nothing(lake):
+    lh = lake["lh"]
+    lh.create_branch("odd")
+    head = lh.resolve("odd").id
+    for body, named in (({"requirements": [], "updates": [{"action": "set-statistics", "statistics": {}}]},
+                         "set-statistics"),
+                        ({"requirements": [{"type": "assert-something"}], "updates": []}, "assert-something")):
+        response = _post(lake, "odd", "/namespaces/shop/tables/orders", body)
+        assert response.status_code == 400 and named in response.json()["error"]["message"]
+        assert "\n" not in response.json()["error"]["message"]
+    response = _post(lake, "odd", "/namespaces/shop/tables/orders",
+                     {"requirements": [{"type": "assert-table-uuid", "uuid": "00000000-0000-0000-0000-000000000000"}],
+                      "updates": [{"action": "set-properties", "updates": {"k": "v"}}]})
+    assert response.status_code == 409 and response.json()["error"]["type"] == "CommitFailedException"
+    assert lh.resolve("odd").id == head
