@@ -21,7 +21,10 @@ from dbt.adapters.branchspark.core.lakehouse import Lakehouse
 from dbt.adapters.branchspark.iceberg.routes import create_app
 from dbt.adapters.branchspark.iceberg.service import CatalogService
 from tests.core.changes_replay import multiset, replay
+from tests.depth import sized
 from tests.iceberg_clients import free_port
+from tests.spark_iceberg import require_spark_iceberg, spark_iceberg_read
+from tests.spark_iceberg_reader import canonical
 
 
 class _Server:
@@ -181,7 +184,7 @@ def test_eight_writers_appending_at_once_every_row_once(lake):
     catalog.create_namespace("feed")
     schema = pa.schema([pa.field("writer", pa.int64()), pa.field("n", pa.int64())])
     catalog.create_table("feed.rows", schema=schema)
-    commits, retries = 3, Counter()
+    commits, retries = sized(2, 6), Counter()
 
     def write(writer: int):
         client = _catalog(lake, "many")
@@ -200,7 +203,8 @@ def test_eight_writers_appending_at_once_every_row_once(lake):
         t.join()
     assert _rows(lh, "feed.rows", "many") == sorted((w, n) for w in range(8) for n in range(commits))
     assert _scan(catalog, "feed.rows") == _rows(lh, "feed.rows", "many")
-    assert sum(1 for c in lh.log("many") if _ops(lh, c.id) == ["insert"]) == 8 * commits
+    ours = [c for c in lh.log("many") if c.message.startswith("iceberg: commit feed.rows")]
+    assert len(ours) == 8 * commits and all(_ops(lh, c.id) == ["insert"] for c in ours)
 
 
 def _post(lake, ref: str, path: str, body: dict) -> requests.Response:
@@ -236,3 +240,101 @@ def test_unknown_update_or_requirement_is_400_naming_it_and_changes_nothing(lake
                       "updates": [{"action": "set-properties", "updates": {"k": "v"}}]})
     assert response.status_code == 409 and response.json()["error"]["type"] == "CommitFailedException"
     assert lh.resolve("odd").id == head
+
+
+def test_bearer_token_needed_for_writes(lake):
+    server = _Server(lake["warehouse"], token="s3cret")
+    try:
+        config = requests.get(f"{server.url}/v1/config", params={"warehouse": "main"},
+                              headers={"Authorization": "Bearer s3cret"}, timeout=30).json()
+        url = f"{server.url}/v1/{config['overrides']['prefix']}/namespaces"
+        refused = requests.post(url, json={"namespace": ["tok"]}, timeout=30)
+        assert refused.status_code == 401 and refused.json()["error"]["type"] == "NotAuthorizedException"
+        assert not lake["lh"].snapshot("main").has_database("tok")
+    finally:
+        server.stop()
+
+
+def test_spark_with_iceberg_runtime_writes_a_branch_and_the_merge_is_row_level(lake):
+    """Spark 4.1 with Iceberg's runtime (one JVM) on warehouse=sdev: CREATE TABLE, INSERT, DELETE, UPDATE,
+    MERGE INTO copy-on-write and merge-on-read, ALTER TABLE ADD COLUMN and a CTAS; branchspark changes other
+    rows of the same table on main meanwhile; the merge lands both sides; a row both sides updated (on
+    sdev2) is a conflict with its report; the change feed over the REST commits and the merge is exact."""
+    require_spark_iceberg()
+    lh, df = lake["lh"], lake["spark"].createDataFrame
+    rows = "id long, name string, qty long"
+    with lh.transaction("main", message="items") as tx:
+        tx.create_table_as("shop.items", df([(i, f"i{i}", i) for i in range(5)], rows))
+    lh.branch("main").insert("shop.items", df([(i, f"i{i}", i) for i in range(5, 10)], rows))  # segment B: 5..9
+    lh.create_branch("sdev")
+    lh.create_branch("sdev2")
+    base = lh.resolve("main")
+    main = lh.branch("main")  # meanwhile, on main: rows of segment B only
+    main.update("shop.items", "id = 8", {"qty": "800"})
+    main.delete("shop.items", "id = 9")
+    main.update("shop.items", "id = 5", {"qty": "500"})
+    dev_start = lh.resolve("sdev")
+    mor = ("'write.delete.mode'='merge-on-read', 'write.update.mode'='merge-on-read', "
+           "'write.merge.mode'='merge-on-read'")
+    statements = {
+        "01 namespace": "CREATE NAMESPACE c.lab",
+        "02 create": "CREATE TABLE c.lab.t (id bigint, name string) USING iceberg",
+        "03 insert": "INSERT INTO c.lab.t VALUES (1, 'a'), (2, 'b'), (3, 'c')",
+        "04 delete": "DELETE FROM c.lab.t WHERE id = 2",
+        "05 update": "UPDATE c.lab.t SET name = 'C' WHERE id = 3",
+        "06 add column": "ALTER TABLE c.lab.t ADD COLUMN qty bigint",
+        "07 insert": "INSERT INTO c.lab.t VALUES (4, 'd', 40)",
+        "08 read t": "SELECT id, name, qty FROM c.lab.t",
+        "09 ctas": "CREATE TABLE c.lab.copy USING iceberg AS SELECT id, name FROM c.lab.t WHERE id > 1",
+        "10 read copy": "SELECT id, name FROM c.lab.copy",
+        "11 cow update": "UPDATE c.shop.items SET qty = -1 WHERE id = 1",
+        "12 cow merge": "MERGE INTO c.shop.items t USING (SELECT 2L AS id, 'm2' AS name, 22L AS qty UNION ALL "
+                        "SELECT 100L, 'new', 1L) s ON t.id = s.id WHEN MATCHED THEN UPDATE SET t.qty = s.qty "
+                        "WHEN NOT MATCHED THEN INSERT *",
+        "13 to mor": f"ALTER TABLE c.shop.items SET TBLPROPERTIES ({mor})",
+        "14 mor delete": "DELETE FROM c.shop.items WHERE id = 3",
+        "15 mor update": "UPDATE c.shop.items SET qty = 44 WHERE id = 4",
+        "16 mor merge": "MERGE INTO c.shop.items t USING (SELECT 0L AS id, 'z' AS name, 7L AS qty) s ON t.id = s.id "
+                        "WHEN MATCHED THEN UPDATE SET t.qty = s.qty",
+        "17 read items": "SELECT id, name, qty FROM c.shop.items",
+        "18 other branch": "UPDATE c2.shop.items SET qty = 555 WHERE id = 5",
+    }
+    answers = spark_iceberg_read(lake["url"], {"c": "sdev", "c2": "sdev2"}, statements)
+    failed = {k: v["error"] for k, v in answers.items() if "error" in v}
+    assert not failed, failed
+    assert answers["08 read t"]["rows"] == canonical([(1, "a", None), (3, "C", None), (4, "d", 40)])
+    assert answers["10 read copy"]["rows"] == canonical([(3, "C"), (4, "d")])
+    dev_items = {i: (i, f"i{i}", i) for i in range(10)}
+    dev_items.update({1: (1, "i1", -1), 2: (2, "i2", 22), 100: (100, "new", 1), 4: (4, "i4", 44), 0: (0, "i0", 7)})
+    del dev_items[3]
+    assert answers["17 read items"]["rows"] == canonical(dev_items.values())
+    # Lakehouse.read of the branch: exactly the rows Spark wrote
+    assert _rows(lh, "shop.items", "sdev") == sorted(dev_items.values())
+    assert _rows(lh, "lab.t", "sdev") == [(1, "a", None), (3, "C", None), (4, "d", 40)]
+    assert _rows(lh, "lab.copy", "sdev") == [(3, "C"), (4, "d")]
+    # each REST commit is one branchspark commit, recorded as the operation it is
+    ours = [c for c in reversed(lh.log("sdev")) if c.id not in {a.id for a in lh.log(dev_start.id)}]
+    kinds = [_ops(lh, c.id) for c in ours]
+    assert ["create"] in kinds and ["alter column"] in kinds and ["create", "insert"] in kinds  # CTAS: one commit
+    assert ["delete"] in kinds  # the merge-on-read delete: position deletes as a tombstone
+    assert ["insert", "update"] in kinds and ["alter properties"] in kinds
+    changes = table_changes(lh, "shop.items", dev_start.id, lh.resolve("sdev").id).collect()
+    assert replay(multiset(lh.read("shop.items", at=dev_start.id)), changes, 3) == multiset(lh.read("shop.items",
+                                                                                                     at="sdev"))
+    # MERGE BRANCH sdev TO main: both sides' rows
+    before_merge = lh.resolve("main")
+    lh.merge("sdev", "main")
+    merged = dict(dev_items)
+    merged.update({8: (8, "i8", 800), 5: (5, "i5", 500)})
+    del merged[9]
+    assert _rows(lh, "shop.items", "main") == sorted(merged.values())
+    assert _rows(lh, "lab.t", "main") == [(1, "a", None), (3, "C", None), (4, "d", 40)]
+    changes = table_changes(lh, "shop.items", before_merge.id, lh.resolve("main").id).collect()
+    assert replay(multiset(lh.read("shop.items", at=before_merge.id)), changes, 3) == multiset(lh.read("shop.items"))
+    assert base.id in {c.id for c in lh.log("main")}
+    # row 5: updated by Spark on sdev2 and by branchspark on main
+    head = lh.resolve("main")
+    with pytest.raises(errors.MergeConflict) as conflict:
+        lh.merge("sdev2", "main")
+    assert "shop.items" in str(conflict.value) and conflict.value.report is not None
+    assert lh.resolve("main").id == head.id
