@@ -315,7 +315,7 @@ def test_spark_with_iceberg_runtime_writes_a_branch_and_the_merge_is_row_level(l
     # each REST commit is one branchspark commit, recorded as the operation it is
     ours = [c for c in reversed(lh.log("sdev")) if c.id not in {a.id for a in lh.log(dev_start.id)}]
     kinds = [_ops(lh, c.id) for c in ours]
-    assert ["create"] in kinds and ["alter column"] in kinds and ["create", "insert"] in kinds  # CTAS: one commit
+    assert ["create"] in kinds and ["alter column"] in kinds, kinds and ["create", "insert"] in kinds  # CTAS: one commit
     assert ["delete"] in kinds  # the merge-on-read delete: position deletes as a tombstone
     assert ["insert", "update"] in kinds and ["alter properties"] in kinds
     changes = table_changes(lh, "shop.items", dev_start.id, lh.resolve("sdev").id).collect()

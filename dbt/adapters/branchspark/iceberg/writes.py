@@ -289,8 +289,10 @@ class CatalogWrites:
                 schema = IcebergSchema.model_validate(update["schema"])
             elif action in ("add-spec", "add-sort-order"):
                 _refuse_layout(full, update.get("spec"), update.get("sort-order"))
-            elif action == "set-properties":
-                properties.update(_stored_properties(full, update.get("updates") or {}))
+            elif action == "set-properties":  # stage-create's answer, with the served ones of its own
+                given = {k: v for k, v in (update.get("updates") or {}).items()
+                         if k not in WRITER_OWNED_PROPERTIES and not _computed(k)}
+                properties.update(_stored_properties(full, given))
             elif action == "remove-properties":
                 for key in update.get("removals") or []:
                     properties.pop(key, None)
@@ -342,7 +344,9 @@ class CatalogWrites:
                     raise errors.InvalidArgument(f"table {full}: {action} {chosen}: branchspark serve keeps tables "
                                                  f"unpartitioned and unsorted through Iceberg writes")
             elif action == "set-properties":
-                wanted = _stored_properties(full, update.get("updates") or {})
+                given = {k: v for k, v in (update.get("updates") or {}).items() if not _computed(k)
+                         and not (k in WRITER_OWNED_PROPERTIES and current["properties"].get(k) == v)}
+                wanted = _stored_properties(full, given)
                 have = txn.ns.table(txn.ns.table_id(full)).properties
                 changed = {k: v for k, v in wanted.items() if have.get(k) != v}
                 if changed:
@@ -496,6 +500,12 @@ def _format_version(full: str, update: dict) -> None:
     if int(update.get("format-version", 2)) > 2:
         raise errors.InvalidArgument(f"table {full}: branchspark serve serves Iceberg format version 2; "
                                      f"format-version {update['format-version']} is not supported")
+
+
+def _computed(key: str) -> bool:
+    """A property the server computes for every version (clients echo it back, Iceberg's schema updates
+    rewrite the name mapping): never stored."""
+    return key == "schema.name-mapping.default" or key.startswith("branchspark.")
 
 
 def _stored_properties(full: str, properties: dict) -> dict:
