@@ -338,3 +338,39 @@ def test_spark_with_iceberg_runtime_writes_a_branch_and_the_merge_is_row_level(l
         lh.merge("sdev2", "main")
     assert "shop.items" in str(conflict.value) and conflict.value.report is not None
     assert lh.resolve("main").id == head.id
+
+
+def test_transaction_of_two_tables_is_one_commit_rename_drop_and_namespace_properties(lake):
+    lh = lake["lh"]
+    lh.create_branch("multi")
+    catalog = _catalog(lake, "multi")
+    catalog.create_namespace("pair")
+    schema = pa.schema([pa.field("id", pa.int64())])
+    uuids = {t: str(catalog.create_table(f"pair.{t}", schema=schema).metadata.table_uuid) for t in ("a", "b")}
+    head = lh.resolve("multi")
+    changes = [{"identifier": {"namespace": ["pair"], "name": t},
+                "requirements": [{"type": "assert-table-uuid", "uuid": uuids[t]}],
+                "updates": [{"action": "set-properties", "updates": {"owner": t}}]} for t in ("a", "b")]
+    stale = [dict(changes[0]), {**changes[1], "requirements": [{"type": "assert-table-uuid", "uuid": uuids["a"]}]}]
+    response = _post(lake, "multi", "/transactions/commit", {"table-changes": stale})
+    assert response.status_code == 409 and lh.resolve("multi").id == head.id  # one stale table: nothing lands
+    response = _post(lake, "multi", "/transactions/commit", {"table-changes": changes})
+    assert response.status_code == 204, response.text
+    commit = lh.resolve("multi")
+    assert [c.id for c in lh.log("multi", limit=2)][1] == head.id  # ONE commit for both tables
+    assert {o.object_name for o in lh.store.operations(commit.id)} == {"pair.a", "pair.b"}
+    assert lh.snapshot("multi").table("pair.b").properties["owner"] == "b"
+
+    catalog.rename_table("pair.a", "pair.renamed")
+    assert _ops(lh, lh.resolve("multi").id) == ["alter name"] and lh.snapshot("multi").has_table("pair.renamed")
+    catalog.drop_table("pair.b")
+    assert _ops(lh, lh.resolve("multi").id) == ["drop"] and not lh.snapshot("multi").has_table("pair.b")
+    result = catalog.update_namespace_properties("pair", removals={"nothere"}, updates={"team": "ingest"})
+    assert result.updated == ["team"] and result.missing == ["nothere"]
+    assert lh.snapshot("multi").ns.database_info(lh.snapshot("multi").ns.database_id("pair")).properties == \
+        {"team": "ingest"}
+    response = requests.delete(f"{lake['url']}/v1/{_prefix(lake, 'multi')}/namespaces/pair", timeout=30)
+    assert response.status_code == 409 and response.json()["error"]["type"] == "NamespaceNotEmptyException"
+    catalog.drop_table("pair.renamed")
+    catalog.drop_namespace("pair")
+    assert not lh.snapshot("multi").has_database("pair")
