@@ -1,5 +1,5 @@
-"""The Iceberg REST catalog API (apache/iceberg open-api/rest-catalog-open-api.yaml), read side (tables and
-views), as a Starlette app mounted at /iceberg.
+"""The Iceberg REST catalog API (apache/iceberg open-api/rest-catalog-open-api.yaml) as a Starlette app
+mounted at /iceberg: reads of tables and views, and writes of namespaces and tables on a branch (writes.py).
 
 `GET /v1/config?warehouse=<ref>` answers a URL prefix that carries the ref, so every later request names
 its branch or version. Errors use the protocol's shape: {"error": {"message", "type", "code"}}.
