@@ -119,8 +119,7 @@ def _added_segments(warehouse: Warehouse, table: TableState, added: set[str], fu
         if not directory.startswith(prefix) or not _WRITERS_DIR.match(directory[len(prefix):]):
             raise errors.InvalidArgument(
                 f"table {full_name}: data file {files.absolute(warehouse, relative)} is not in the table's "
-                f"write.data.path; write data files where loadTable's write.data.path says (partitioned "
-                f"layouts and object-store paths are not supported)")
+                f"write.data.path; write data files where loadTable's write.data.path says")
         by_dir[directory].append(name)
     segments = []
     for directory, names in sorted(by_dir.items()):
