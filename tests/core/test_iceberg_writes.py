@@ -114,6 +114,9 @@ def test_pyiceberg_creates_appends_overwrites_and_deletes_on_a_branch(lake):
     assert _ops(lh, deleted.id) == ["insert", "update"]
     expected = [(1, "a"), (3, "c"), (4, "d"), (5, "e")]
     assert _rows(lh, "ingest.events", "py") == expected == _scan(catalog, "ingest.events")
+    # the rewrite carried 1 and 3 over: net, the commit deleted row 2 only
+    net = table_changes(lh, "ingest.events", appended.id, deleted.id, net=True).collect()
+    assert [(r["id"], r["name"], r["_change_type"]) for r in net] == [(2, "b", "delete")]
 
     table = catalog.load_table("ingest.events")
     table.delete("id >= 4")  # a whole file: a delete, nothing added
