@@ -382,3 +382,22 @@ def test_transaction_of_two_tables_is_one_commit_rename_drop_and_namespace_prope
     catalog.drop_table("pair.renamed")
     catalog.drop_namespace("pair")
     assert not lh.snapshot("multi").has_database("pair")
+
+
+def test_data_file_outside_the_write_path_is_refused_in_one_line_and_nothing_committed(lake, tmp_path):
+    """PyIceberg's add_files of a Parquet file written elsewhere: branchspark references files where
+    segments live and never copies, so it names the path to write to instead (importing is another issue)."""
+    import pyarrow.parquet as pq
+
+    lh = lake["lh"]
+    lh.create_branch("outside")
+    catalog = _catalog(lake, "outside")
+    table = catalog.load_table("shop.orders")
+    elsewhere = str(tmp_path / "stray.parquet")
+    pq.write_table(pa.table({"id": [1000], "name": ["far"], "qty": [1]}, schema=table.schema().as_arrow()), elsewhere)
+    head = lh.resolve("outside").id
+    with pytest.raises(Exception) as refused:
+        table.add_files([elsewhere])
+    message = str(refused.value)
+    assert "write.data.path" in message and "\n" not in message.strip()
+    assert lh.resolve("outside").id == head
