@@ -12,6 +12,7 @@ import subprocess
 import time
 
 import pytest
+import requests
 from pyspark.sql import Row
 from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError, NoSuchViewError
@@ -377,23 +378,29 @@ def test_not_found_shapes(lake):
     assert later.status_code == 404 and "main@2001-01-01" in later.json()["error"]["message"]
 
 
-def test_writes_refused_naming_the_branchspark_way(lake):
-    prefix = get(lake["url"], "/v1/config", warehouse="main").json()["overrides"]["prefix"]
+def test_writes_refused_on_fixed_versions_and_views(lake):
+    """Writes land on branches only (test_iceberg_writes.py): a fixed version refuses every one with 403
+    naming the branch to write instead, and views stay read-only through Iceberg."""
+    at = lake["lh"].resolve("main").id
+    prefix = get(lake["url"], "/v1/config", warehouse=f"main@{at}").json()["overrides"]["prefix"]
     for method, path in (("POST", "/namespaces"), ("POST", "/namespaces/shop/tables"),
                          ("POST", "/namespaces/shop/tables/plain"), ("DELETE", "/namespaces/shop/tables/plain"),
                          ("POST", "/tables/rename"), ("POST", "/transactions/commit")):
         response = get(lake["url"], f"/v1/{prefix}{path}", method=method)
         body = response.json()["error"]
-        assert response.status_code == 403 and body["type"] == "ForbiddenException", (method, path)
-        assert "read-only" in body["message"] and "dbt run" in body["message"] and "merge_branch" in body["message"]
+        assert response.status_code in (403, 400) and body["type"] in ("ForbiddenException", "BadRequestException"), \
+            (method, path, body)
+    response = requests.post(f"{lake['url']}/v1/{prefix}/namespaces", json={"namespace": ["newdb"]}, timeout=30)
+    assert response.status_code == 403 and "fixed version of branch 'main'" in response.json()["error"]["message"]
+    main_prefix = get(lake["url"], "/v1/config", warehouse="main").json()["overrides"]["prefix"]
+    response = get(lake["url"], f"/v1/{main_prefix}/namespaces/shop/views/recent", method="POST")
+    assert response.status_code == 403 and "views are read-only" in response.json()["error"]["message"]
     con = duckdb_connection()
-    duckdb_attach(con, lake["url"], "main", "lake")
-    for statement in ("CREATE SCHEMA lake.newdb", "CREATE TABLE lake.shop.t2 (a int)", "DROP TABLE lake.shop.plain"):
-        with pytest.raises(Exception, match="read-only: write on a branch with branchspark"):
-            con.execute(statement)
-    # pyiceberg does not even send a write: the server's config lists only the read endpoints
-    with pytest.raises(NotImplementedError, match="POST /v1/{prefix}/namespaces"):
-        _pyiceberg(lake["url"], "main").create_namespace("newdb")
+    duckdb_attach(con, lake["url"], f"main@{at}", "lake")
+    with pytest.raises(Exception, match="fixed version of branch 'main'"):
+        con.execute("CREATE SCHEMA lake.newdb")
+    with pytest.raises(Exception, match="fixed version of branch 'main'"):
+        _pyiceberg(lake["url"], f"main@{at}").create_namespace("newdb")
     assert lake["lh"].read("shop.plain").count() > 0 and not lake["lh"].snapshot("main").has_database("newdb")
 
 

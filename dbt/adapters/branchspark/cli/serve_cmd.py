@@ -43,15 +43,16 @@ def refuse_open_bind(host: str, token: str | None) -> None:
 @click.option("--ui", "with_ui", is_flag=True, help="Also serve the web view (`branchspark ui`) at /.")
 @click.pass_obj
 def serve(obj, host, port, token, vend_credentials, with_ui):
-    """Serve the branches read-only as an Apache Iceberg REST catalog at http://HOST:PORT/iceberg.
+    """Serve the branches as an Apache Iceberg REST catalog at http://HOST:PORT/iceberg.
 
     A client's `warehouse` picks the branch: main, dev, dev@<commit id> or dev@<ISO time>. Namespaces are
-    databases, with their tables and views."""
+    databases, with their tables and views. Writes land on branches (one commit each); fixed versions and
+    protected branches refuse them."""
     refuse_open_bind(host, token)
     if with_ui:
         return serve_ui(obj.lakehouse, host, port, token)
     app = create_app(CatalogService(obj.lakehouse, vend_credentials), token)
-    console.print(f"serving the branches read-only as an Iceberg REST catalog at http://{host}:{port}/iceberg "
+    console.print(f"serving the branches as an Iceberg REST catalog at http://{host}:{port}/iceberg "
                   f"(warehouse = branch){' with a bearer token' if token else ''}")
     uvicorn.run(app, host=host, port=port, log_level="warning")
 

@@ -20,7 +20,14 @@ from pyarrow import fs as pafs
 
 # Where the metadata lives is the warehouse's layout (the core's gc keeps it): core/storage/layout.py.
 from ..core.storage import object_store
-from ..core.storage.layout import ICEBERG_DIR, Warehouse, metadata_roots, version_dir  # noqa: F401
+from ..core.storage.layout import (  # noqa: F401
+    ICEBERG_DIR,
+    SEGMENT_COLUMN,
+    SEQ_DIGITS,
+    Warehouse,
+    metadata_roots,
+    version_dir,
+)
 
 
 def content_name(prefix: str, parts: Iterable, ext: str) -> str:
@@ -65,3 +72,24 @@ def read(warehouse: Warehouse, relative: str) -> bytes:
     fs, base = filesystem(warehouse)
     with fs.open_input_stream(posixpath.join(base, relative)) as stream:
         return stream.read()
+
+
+def writers_segment_dir(warehouse: Warehouse, table_id: str, seq: int, version_id: str) -> str:
+    """Where Iceberg writers put the data files of a commit on this table version (its `write.data.path`):
+    a segment directory of the table (`_bs_seg=s<seq>-<hash of the version>`), so a committed file is a
+    segment where it lies, referenced and never copied. One name per version: the metadata stays one file."""
+    digest = hashlib.sha256(version_id.encode()).hexdigest()[:12]
+    return f"{warehouse.data_dir(table_id)}/{SEGMENT_COLUMN}=s{seq:0{SEQ_DIGITS}d}-{digest}"
+
+
+def relative_location(warehouse: Warehouse, location: str) -> str | None:
+    """A location a client names (a path, `file:` URI, `s3://` or `s3a://` URI) relative to the warehouse;
+    None when it lies outside it."""
+    def plain(text: str) -> str:
+        if text.startswith("file:"):
+            text = text[len("file:"):]
+            while text.startswith("//"):
+                text = text[1:]
+        return object_store.reader_uri(text)
+    root, given = plain(warehouse.root).rstrip("/") + "/", plain(location)
+    return given[len(root):] if given.startswith(root) else None

@@ -64,13 +64,18 @@ from .schema import (
 )
 
 # Bump when the files this module writes change shape: new names, so old files are never misread.
-REVISION = "2"  # 2: the unsorted sort order, which Iceberg's Java reader requires
+REVISION = "3"  # 2: the unsorted sort order, which Iceberg's Java reader requires; 3: where writers write
 POS_FILE_PATH_ID, POS_POS_ID = 2147483546, 2147483545
 _POSITION_DELETE_SCHEMA = pa.schema([
     pa.field("file_path", pa.string(), nullable=False, metadata={b"PARQUET:field_id": str(POS_FILE_PATH_ID).encode()}),
     pa.field("pos", pa.int64(), nullable=False, metadata={b"PARQUET:field_id": str(POS_POS_ID).encode()}),
 ])
 INEXACT_PROPERTY = "branchspark.iceberg.inexact"
+# Table properties of Iceberg's own that a client set (write.delete.mode, ...): served under their names too.
+ICEBERG_PROPERTY_PREFIXES = ("write.", "read.", "commit.", "history.")
+# Served per version, never stored: where writers put data files (a segment directory of the table).
+WRITER_OWNED_PROPERTIES = ("write.data.path", "write.folder-storage.path", "write.object-storage.enabled",
+                           "write.object-storage.path", "write.metadata.path", "write.location-provider.impl")
 
 
 class Lookup(Protocol):
@@ -361,11 +366,15 @@ class _Build:
             "schema.name-mapping.default": mapping.model_dump_json(),
             "branchspark.table-id": self.head.id, "branchspark.version-id": self.head.version_id,
             "branchspark.commit": head.commit.id, "branchspark.primary-key": ",".join(self.head.primary_key),
-            "branchspark.read-only": "true: write with branchspark (dbt on a branch, or Lakehouse.transaction)",
         }
         if inexact:
             properties[INEXACT_PROPERTY] = "; ".join(inexact)
         properties.update({f"branchspark.property.{k}": str(v) for k, v in self.head.properties.items()})
+        properties.update({k: str(v) for k, v in self.head.properties.items()
+                           if k.startswith(ICEBERG_PROPERTY_PREFIXES) and k not in WRITER_OWNED_PROPERTIES})
+        properties["write.data.path"] = files.absolute(self.warehouse, files.writers_segment_dir(
+            self.warehouse, self.head.id, head.commit.seq, self.head.version_id))
+        properties["write.object-storage.enabled"] = "false"
         metadata = TableMetadataV2(
             location=files.absolute(self.warehouse, self.warehouse.table_dir(self.head.id)),
             table_uuid=uuid.UUID(hex=self.head.id) if len(self.head.id) == 32 else uuid.uuid5(uuid.NAMESPACE_URL,

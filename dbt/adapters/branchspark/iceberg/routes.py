@@ -1,5 +1,5 @@
-"""The Iceberg REST catalog API (apache/iceberg open-api/rest-catalog-open-api.yaml), read side (tables and
-views), as a Starlette app mounted at /iceberg.
+"""The Iceberg REST catalog API (apache/iceberg open-api/rest-catalog-open-api.yaml) as a Starlette app
+mounted at /iceberg: reads of tables and views, and writes of namespaces and tables on a branch (writes.py).
 
 `GET /v1/config?warehouse=<ref>` answers a URL prefix that carries the ref, so every later request names
 its branch or version. Errors use the protocol's shape: {"error": {"message", "type", "code"}}.
@@ -9,8 +9,10 @@ from __future__ import annotations
 import base64
 import binascii
 import hmac
+import json
 
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
 from starlette.middleware.base import BaseHTTPMiddleware
 from starlette.requests import Request
@@ -20,9 +22,10 @@ from starlette.routing import Mount, Route
 from ..core import errors
 from .schema import Unsupported
 from .service import CatalogService, ViewNotFound
+from .writes import CatalogWrites, CommitFailed, Forbidden, NamespaceNotEmpty
 
-READ_ONLY = ("branchspark serve is read-only: write on a branch with branchspark (dbt run with a target on that "
-             "branch, or Lakehouse.transaction in Python) and publish with merge_branch")
+NOT_WRITABLE = ("branchspark serve does not take this write (views are read-only through Iceberg): write it with "
+                "branchspark (dbt run with a target on that branch, or Lakehouse.transaction in Python)")
 _NAMESPACE_SEPARATOR = "\x1f"
 _ENDPOINTS = [
     "GET /v1/{prefix}/namespaces", "GET /v1/{prefix}/namespaces/{namespace}",
@@ -30,6 +33,12 @@ _ENDPOINTS = [
     "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}", "HEAD /v1/{prefix}/namespaces/{namespace}/tables/{table}",
     "GET /v1/{prefix}/namespaces/{namespace}/views", "GET /v1/{prefix}/namespaces/{namespace}/views/{view}",
     "HEAD /v1/{prefix}/namespaces/{namespace}/views/{view}",
+    # writes (on a branch; fixed versions and protected branches refuse them)
+    "POST /v1/{prefix}/namespaces", "DELETE /v1/{prefix}/namespaces/{namespace}",
+    "POST /v1/{prefix}/namespaces/{namespace}/properties", "POST /v1/{prefix}/namespaces/{namespace}/tables",
+    "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+    "DELETE /v1/{prefix}/namespaces/{namespace}/tables/{table}", "POST /v1/{prefix}/tables/rename",
+    "POST /v1/{prefix}/transactions/commit",
 ]
 
 
@@ -56,6 +65,11 @@ def decode_prefix(prefix: str) -> str:
 class _Handlers:
     def __init__(self, service: CatalogService):
         self.service = service
+        self.writes = CatalogWrites(service)
+
+    @staticmethod
+    def _ref(request: Request) -> str:
+        return decode_prefix(request.path_params["prefix"])
 
     def _snapshot(self, request: Request):
         return self.service.snapshot(decode_prefix(request.path_params["prefix"]))
@@ -132,34 +146,69 @@ class _Handlers:
         return Response(self.service.load_view(snapshot, database, name), media_type="application/json")
 
 
-def _handle(method):
-    def endpoint(request: Request) -> Response:
-        if request.method not in ("GET", "HEAD"):
-            return error(403, "ForbiddenException", READ_ONLY)
-        try:
-            return method(request)
-        except errors.BranchNotFound as exc:
-            return error(404, "NoSuchWarehouseException", str(exc))
-        except errors.CommitNotFound as exc:
-            return error(404, "NoSuchWarehouseException", str(exc))
-        except errors.DatabaseNotFound as exc:
-            return error(404, "NoSuchNamespaceException", str(exc))
-        except errors.TableNotFound as exc:
-            return error(404, "NoSuchTableException", str(exc))
-        except ViewNotFound as exc:
-            return error(404, "NoSuchViewException", str(exc))
-        except Unsupported as exc:
-            return error(501, "UnsupportedOperationException", str(exc))
-        except errors.BranchsparkError as exc:
-            return error(400, "BadRequestException", str(exc))
+def _handle(method=None, **writes):
+    """An endpoint: GET/HEAD run `method`, other methods their write (`post=`, `delete=`), each in a worker
+    thread; a method the endpoint lacks is refused (views stay read-only)."""
+    async def endpoint(request: Request) -> Response:
+        if request.method in ("GET", "HEAD"):
+            chosen = method
+        else:
+            chosen = writes.get(request.method.lower())
+            if chosen is None:
+                return error(403 if request.method in ("POST", "PUT", "DELETE", "PATCH") else 405,
+                             "ForbiddenException", NOT_WRITABLE)
+            body = await request.body()
+            try:
+                request.state.body = json.loads(body) if body else {}
+            except ValueError as exc:
+                return error(400, "BadRequestException", f"the request body is no JSON: {exc}")
+            if not isinstance(request.state.body, dict):
+                return error(400, "BadRequestException", "the request body must be a JSON object")
+        if chosen is None:
+            return error(405, "BadRequestException", f"{request.method} is not served at {request.url.path}")
+        return await run_in_threadpool(_answer, chosen, request)
 
     return endpoint
+
+
+def _answer(method, request: Request) -> Response:
+    try:
+        return method(request)
+    except errors.BranchNotFound as exc:
+        return error(404, "NoSuchWarehouseException", str(exc))
+    except errors.CommitNotFound as exc:
+        return error(404, "NoSuchWarehouseException", str(exc))
+    except errors.DatabaseNotFound as exc:
+        return error(404, "NoSuchNamespaceException", str(exc))
+    except errors.TableNotFound as exc:
+        return error(404, "NoSuchTableException", str(exc))
+    except ViewNotFound as exc:
+        return error(404, "NoSuchViewException", str(exc))
+    except Unsupported as exc:
+        return error(501 if request.method in ("GET", "HEAD") else 400,
+                     "UnsupportedOperationException" if request.method in ("GET", "HEAD") else "BadRequestException",
+                     str(exc))
+    except CommitFailed as exc:
+        return error(409, "CommitFailedException", str(exc))
+    except NamespaceNotEmpty as exc:
+        return error(409, "NamespaceNotEmptyException", str(exc))
+    except errors.AlreadyExists as exc:
+        return error(409, "AlreadyExistsException", str(exc))
+    except (Forbidden, errors.ProtectedBranch) as exc:
+        return error(403, "ForbiddenException", str(exc))
+    except errors.BranchsparkError as exc:
+        return error(400, "BadRequestException", str(exc))
+    except (ValueError, KeyError, TypeError) as exc:  # a malformed request body (pydantic's errors are ValueErrors)
+        if request.method in ("GET", "HEAD"):
+            raise
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return error(400, "BadRequestException", f"malformed request: {first}")
 
 
 def _refuse(request: Request) -> Response:
     if request.method in ("GET", "HEAD"):
         return error(404, "NotFoundException", f"no such endpoint: {request.method} {request.url.path}")
-    return error(403, "ForbiddenException", READ_ONLY)
+    return error(404, "NotFoundException", f"no such endpoint: {request.method} {request.url.path}")
 
 
 class _BearerToken(BaseHTTPMiddleware):
@@ -176,15 +225,58 @@ class _BearerToken(BaseHTTPMiddleware):
         return await call_next(request)
 
 
+class _WriteHandlers(_Handlers):
+    """The write side: each request one branchspark commit on the prefix's branch (writes.py)."""
+
+    def create_namespace(self, request: Request) -> Response:
+        return JSONResponse(self.writes.create_namespace(self._ref(request), request.state.body))
+
+    def drop_namespace(self, request: Request) -> Response:
+        self.writes.drop_namespace(self._ref(request), self._namespace(request))
+        return Response(status_code=204)
+
+    def namespace_properties(self, request: Request) -> Response:
+        return JSONResponse(self.writes.update_namespace_properties(self._ref(request), self._namespace(request),
+                                                                    request.state.body))
+
+    def create_table(self, request: Request) -> Response:
+        body = self.writes.create_table(self._ref(request), self._namespace(request), request.state.body)
+        return Response(body, media_type="application/json")
+
+    def commit_table(self, request: Request) -> Response:
+        body = self.writes.commit_table(self._ref(request), self._namespace(request), request.path_params["table"],
+                                        request.state.body)
+        return Response(body, media_type="application/json")
+
+    def drop_table(self, request: Request) -> Response:
+        self.writes.drop_table(self._ref(request), self._namespace(request), request.path_params["table"])
+        return Response(status_code=204)
+
+    def rename_table(self, request: Request) -> Response:
+        self.writes.rename_table(self._ref(request), request.state.body)
+        return Response(status_code=204)
+
+    def commit_transaction(self, request: Request) -> Response:
+        self.writes.commit_transaction(self._ref(request), request.state.body)
+        return Response(status_code=204)
+
+
 def create_app(service: CatalogService, token: str | None = None) -> Starlette:
-    handlers = _Handlers(service)
+    handlers = _WriteHandlers(service)
     every = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH"]
     routes = [
         Route("/v1/config", _handle(handlers.config), methods=every),
-        Route("/v1/{prefix}/namespaces", _handle(handlers.namespaces), methods=every),
-        Route("/v1/{prefix}/namespaces/{namespace}", _handle(handlers.namespace), methods=every),
-        Route("/v1/{prefix}/namespaces/{namespace}/tables", _handle(handlers.tables), methods=every),
-        Route("/v1/{prefix}/namespaces/{namespace}/tables/{table}", _handle(handlers.table), methods=every),
+        Route("/v1/{prefix}/namespaces", _handle(handlers.namespaces, post=handlers.create_namespace), methods=every),
+        Route("/v1/{prefix}/namespaces/{namespace}", _handle(handlers.namespace, delete=handlers.drop_namespace),
+              methods=every),
+        Route("/v1/{prefix}/namespaces/{namespace}/properties", _handle(post=handlers.namespace_properties),
+              methods=every),
+        Route("/v1/{prefix}/namespaces/{namespace}/tables", _handle(handlers.tables, post=handlers.create_table),
+              methods=every),
+        Route("/v1/{prefix}/namespaces/{namespace}/tables/{table}",
+              _handle(handlers.table, post=handlers.commit_table, delete=handlers.drop_table), methods=every),
+        Route("/v1/{prefix}/tables/rename", _handle(post=handlers.rename_table), methods=every),
+        Route("/v1/{prefix}/transactions/commit", _handle(post=handlers.commit_transaction), methods=every),
         Route("/v1/{prefix}/namespaces/{namespace}/views", _handle(handlers.views), methods=every),
         Route("/v1/{prefix}/namespaces/{namespace}/views/{view}", _handle(handlers.view), methods=every),
         Route("/v1/{rest:path}", _refuse, methods=every),

@@ -232,3 +232,26 @@ def partition_value(text: str | None, kind: PrimitiveType):
     if isinstance(kind, StringType):
         return text
     raise Unsupported(f"partition values of type {kind} are not yet supported by branchspark serve")
+
+
+# Iceberg's primitive types as Spark's, for schemas a client sends (create table, add-schema): the reverse of
+# _PRIMITIVES, with Iceberg's `timestamp` (no zone) as Spark's timestamp_ntz and `timestamptz` as timestamp.
+_SPARK_TYPES = {
+    BooleanType: T.BooleanType(), IntegerType: T.IntegerType(), LongType: T.LongType(), FloatType: T.FloatType(),
+    DoubleType: T.DoubleType(), StringType: T.StringType(), BinaryType: T.BinaryType(), DateType: T.DateType(),
+    TimestamptzType: T.TimestampType(), TimestampType: T.TimestampNTZType(),
+}
+
+
+def spark_type(field: NestedField, table_name: str) -> T.DataType:
+    """The Spark type of a top-level field of a schema a client sent; types branchspark serve cannot write
+    (nested, uuid, fixed, time, ...) are refused naming the column."""
+    kind = field.field_type
+    if isinstance(kind, DecimalType):
+        return T.DecimalType(kind.precision, kind.scale)
+    found = _SPARK_TYPES.get(type(kind))
+    if found is None:
+        raise Unsupported(f"table {table_name}: column '{field.name}' has Iceberg type {kind}, which branchspark "
+                          f"serve does not yet take in a write; use one of boolean, int, long, float, double, "
+                          f"decimal, date, timestamp, timestamptz, string, binary")
+    return found
