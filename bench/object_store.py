@@ -34,11 +34,12 @@ _REQUEST = re.compile(r'"(GET|PUT|POST|HEAD|DELETE) (\S+) HTTP')
 
 
 class RequestLog:
-    """moto's request log: counts what was asked since the last mark."""
+    """moto's request log: counts what was asked of one bucket since the last mark (others may share the server)."""
 
     def __init__(self, path: Path):
         self.path = path
         self.offset = 0
+        self.bucket = None
 
     def mark(self) -> None:
         self.offset = self.path.stat().st_size
@@ -47,7 +48,10 @@ class RequestLog:
         with open(self.path, "rb") as log:
             log.seek(self.offset)
             text = log.read().decode("utf-8", "replace")
-        return [(m.group(1), m.group(2)) for m in _REQUEST.finditer(text)]
+        found = [(m.group(1), m.group(2)) for m in _REQUEST.finditer(text)]
+        if self.bucket is None:
+            return found
+        return [(method, path) for method, path in found if path.split("?", 1)[0].split("/")[1] == self.bucket]
 
 
 def start_server(port: int) -> tuple[str, Path]:
@@ -150,6 +154,7 @@ def run(args, url: str, log: RequestLog) -> None:
 
     bucket = f"bench-{uuid.uuid4().hex[:8]}"
     boto3.client("s3", endpoint_url=url).create_bucket(Bucket=bucket)
+    log.bucket = bucket
     spark = local_session("local[2]", {"spark.sql.shuffle.partitions": "4", "spark.driver.memory": "4g",
                                        "spark.ui.showConsoleProgress": "false",
                                        **dict(c.split("=", 1) for c in args.conf)})
