@@ -9,6 +9,8 @@ without a recorded size (older catalogs) and other sessions read as before.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from pyspark.sql import DataFrame, DataFrameReader, SparkSession
 
 from . import deletion_vectors
@@ -23,10 +25,12 @@ def usable(spark: SparkSession, on_object_store: bool) -> bool:
     return on_object_store and deletion_vectors.jar_loaded(spark)
 
 
-def load(reader: DataFrameReader, paths: list[str], sizes: dict[str, int] | None) -> DataFrame:
+def load(reader: DataFrameReader, paths: list[str], sizes: dict[str, int] | None,
+         plain: Callable[[], DataFrame] | None = None) -> DataFrame:
     """`reader` (schema, and basePath where partition folders matter, set) reading `paths`: through the known
-    files source when every path's size is in `sizes`, else Spark's Parquet source."""
+    files source when every path's size is in `sizes`, else as `plain()` reads them (default: Spark's Parquet
+    source; a reader whose format is already set, as the deletion vectors' source, passes its own)."""
     if sizes is None or not paths or any(p not in sizes for p in paths):
-        return reader.parquet(*paths)
+        return plain() if plain else reader.parquet(*paths)
     listed = "\n".join(f"{sizes[p]}\t{p}" for p in paths)
     return reader.format(FORMAT).option(_FILES_OPTION, listed).load()

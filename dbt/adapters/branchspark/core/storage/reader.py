@@ -176,14 +176,15 @@ class TableReader:
                     paths.append(self.warehouse.uri(f"{segment.path}/{name}"))
         return paths
 
-    def _load(self, reader, paths: list[str], segments: list[SegmentInfo]) -> DataFrame:
+    def _load(self, reader, paths: list[str], segments: list[SegmentInfo], plain=None) -> DataFrame:
         """`reader` reading `paths` (files of `segments`): with the sizes the catalog recorded where it did, so
-        that no file is looked up before it is opened (known_files.py)."""
-        if not known_files.usable(self.spark, self.warehouse.on_object_store):
-            return reader.parquet(*paths)
-        sizes = {self.warehouse.uri(f"{s.path}/{name}"): size for s in segments
-                 for name, size in zip(s.files, s.file_sizes)}
-        return known_files.load(reader, paths, sizes)
+        that no file is looked up before it is opened (known_files.py); else as `plain()` reads them (default:
+        Spark's Parquet source)."""
+        sizes = None
+        if known_files.usable(self.spark, self.warehouse.on_object_store):
+            sizes = {self.warehouse.uri(f"{s.path}/{name}"): size for s in segments
+                     for name, size in zip(s.files, s.file_sizes)}
+        return known_files.load(reader, paths, sizes, plain)
 
     def _load_tombstones(self, reader, tombstones: list[TombstoneInfo]) -> DataFrame:
         """`reader` reading the files of `tombstones`: named, with their sizes, where the catalog recorded them,
@@ -240,7 +241,8 @@ class TableReader:
         reader = self._reader(table, segments, fields, row_ids)
         if vectors is not None and not (with_pos or row_ids) and deletion_vectors.scan_leaves_out_deleted(self.spark, fields):
             # Our Parquet source leaves the deleted rows out as it reads: no position column, no filter.
-            raw = self._load(deletion_vectors.live_rows_reader(reader, vectors), paths, segments)
+            live = deletion_vectors.live_rows_reader(reader, vectors)
+            raw = self._load(live, paths, segments, plain=lambda: live.load(paths))
         elif vectors is not None:
             if not (with_pos or row_ids):
                 # Only the position is needed: read it as a plain column of the scan (Spark refuses it beside
