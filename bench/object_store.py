@@ -1,15 +1,19 @@
 """A warehouse on S3 (moto's server on 127.0.0.1) against one on the local file system, side by side.
 
-    python bench/object_store.py [--small 1000000] [--large 10000000] [--changed 10000] [--port 5000]
+    python bench/object_store.py [--small 1000000] [--large 10000000 | --large 0] [--changed 10000]
+                                 [--port 5000] [--no-dbt] [--trace FOLDER]
 
-For each size, `main` holds a keyed table written by one insert; `dev` updates half of `--changed` rows
-(spread over every file) and inserts the other half; `main` updates a tenth as many other rows, so that the
-merge of dev into main is a real three-way merge. Timed on each warehouse: dev's write (one commit), the
-merge (one commit). Then one `dbt run` of the sample project (after its seed) on each. On S3 it counts the
-requests each commit sent to the store, from the server's request log (one line per request).
+For each size, `main` holds a keyed table written by one insert (4 files) and `dev` branches from it. Each
+step is one commit on `dev` (or a read of `main`), timed on each warehouse and, on S3, counted by method
+from the server's request log (one line per request; LIST is a GET with list-type): an insert of
+`--changed` rows, an update, an upsert (half replaced, half new), a delete and an overwrite (a rebuild that
+drops rows) of a tenth as many, the merge of dev into main after main moved (a three-way merge), a merge
+that writes nothing (a branch with no changes of its own) and a full read (an aggregate of every row).
+Then one `dbt run` of the sample project (after its seed) on each. --trace writes each step's requests.
 
-Targets: S3 requests per merge commit do not grow with the table (large / small within 1.2x); `gc` lists
-only the folders of tables its catalog knows (every listing's prefix is checked).
+Targets (issue 73): an insert of 10k rows <= 12 requests, an update of 1k <= 20, a merge that writes
+nothing <= 2, a read with no HEAD and no LIST; per step, large / small within 1.1x; `gc` lists only the
+folders of tables its catalog knows (every listing's prefix is checked).
 """
 from __future__ import annotations
 
@@ -30,11 +34,12 @@ _REQUEST = re.compile(r'"(GET|PUT|POST|HEAD|DELETE) (\S+) HTTP')
 
 
 class RequestLog:
-    """moto's request log: counts what was asked since the last mark."""
+    """moto's request log: counts what was asked of one bucket since the last mark (others may share the server)."""
 
     def __init__(self, path: Path):
         self.path = path
         self.offset = 0
+        self.bucket = None
 
     def mark(self) -> None:
         self.offset = self.path.stat().st_size
@@ -43,7 +48,10 @@ class RequestLog:
         with open(self.path, "rb") as log:
             log.seek(self.offset)
             text = log.read().decode("utf-8", "replace")
-        return [(m.group(1), m.group(2)) for m in _REQUEST.finditer(text)]
+        found = [(m.group(1), m.group(2)) for m in _REQUEST.finditer(text)]
+        if self.bucket is None:
+            return found
+        return [(method, path) for method, path in found if path.split("?", 1)[0].split("/")[1] == self.bucket]
 
 
 def start_server(port: int) -> tuple[str, Path]:
@@ -70,6 +78,10 @@ def main() -> None:
     parser.add_argument("--changed", type=int, default=10_000)
     parser.add_argument("--port", type=int, default=int(os.environ.get("BRANCHSPARK_S3_PORT", "5000")))
     parser.add_argument("--no-dbt", action="store_true", help="leave out the dbt run")
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="a session setting (for measuring one lever at a time: the caller's settings win)")
+    parser.add_argument("--s3-only", action="store_true", help="leave out the local warehouse (no time ratios)")
+    parser.add_argument("--trace", help="a folder to write each S3 step's requests into, one file a step")
     args = parser.parse_args()
 
     url, log_path = start_server(args.port)
@@ -81,47 +93,112 @@ def main() -> None:
         stop_server(args.port)
 
 
+STEPS = ("insert", "update", "upsert", "delete", "overwrite", "merge", "merge (nothing to write)", "read")
+
+
+def kinds_counter(requests: list[tuple[str, str]]) -> Counter:
+    return Counter("LIST" if method == "GET" and "list-type" in path else method for method, path in requests)
+
+
+def steps(spark, lakehouse, rows: int, changed: int, rows_of, table: str):
+    """The commits and the read each warehouse runs, as (label, action): on a keyed table of `rows` rows."""
+    from pyspark.sql import functions as F
+
+    step = max(rows // changed, 1)
+    small = max(changed // 10, 1)  # the 1k rows of an update / delete / upsert beside a 10k-row insert
+    small_step = max(rows // small, 1)
+
+    def insert():
+        with lakehouse.transaction("dev", message="insert") as tx:
+            tx.insert(table, rows_of(spark, rows, rows + changed))
+
+    def update():
+        with lakehouse.transaction("dev", message="update") as tx:
+            tx.update(table, f"id % {small_step} = 0", {"balance": "balance + 1"})
+
+    def upsert():
+        with lakehouse.transaction("dev", message="upsert") as tx:
+            half = small // 2
+            changed_rows = rows_of(spark, 0, half).select(
+                (F.col("id") * small_step + 1).alias("id"), F.lit(-1).cast("long").alias("balance"), "name")
+            tx.upsert(table, changed_rows.unionByName(rows_of(spark, rows + changed, rows + changed + half)))
+
+    def delete():
+        with lakehouse.transaction("dev", message="delete") as tx:
+            tx.delete(table, f"id % {small_step} = 2")
+
+    def overwrite():  # a rebuild that reproduces all but 1k rows: only its difference is written
+        with lakehouse.transaction("dev", message="overwrite") as tx:
+            tx.overwrite(table, tx.read(table).where(f"id % {small_step} != 3"))
+
+    def merge():  # main moved too: a real three-way merge
+        with lakehouse.transaction("main", message="main work") as tx:
+            tx.update(table, f"id % {small_step} = 5", {"name": "concat(name, '-main')"})
+        return "main's own update first"
+
+    def read():
+        return lakehouse.read(table, "main").agg(F.sum("balance"), F.count(F.lit(1))).collect()
+
+    return insert, update, upsert, delete, overwrite, merge, read
+
+
 def run(args, url: str, log: RequestLog) -> None:
     import boto3
 
     sys.path.insert(0, str(ROOT / "bench"))
-    from common import scratch_dir, spark_session
+    from common import scratch_dir
     from merge import TABLE, rows_of
 
     from dbt.adapters.branchspark.core.lakehouse import Lakehouse
+    from dbt.adapters.branchspark.core.spark_session import local_session
 
     bucket = f"bench-{uuid.uuid4().hex[:8]}"
     boto3.client("s3", endpoint_url=url).create_bucket(Bucket=bucket)
-    spark = spark_session()
+    log.bucket = bucket
+    spark = local_session("local[2]", {"spark.sql.shuffle.partitions": "4", "spark.driver.memory": "4g",
+                                       "spark.ui.showConsoleProgress": "false",
+                                       **dict(c.split("=", 1) for c in args.conf)})
     spark.sparkContext.setLogLevel("ERROR")
-    results = {}
-    for rows in (args.small, args.large):
-        for place in ("local", "s3"):
+    sizes = [args.small] + ([args.large] if args.large else [])
+    results = {}  # (rows, place, step) -> (seconds, Counter of requests)
+    for rows in sizes:
+        for place in (("s3",) if args.s3_only else ("local", "s3")):
             warehouse = scratch_dir(f"objstore-{rows}") if place == "local" else f"s3a://{bucket}/m{rows}"
             catalog = f"sqlite:///{scratch_dir('objstore-catalog')}/catalog.db"
             lakehouse = Lakehouse(spark, warehouse, catalog)
-            start = time.perf_counter()
             with lakehouse.transaction("main", message="load") as tx:
                 tx.create_database("bench")
                 tx.create_table_as(TABLE, rows_of(spark, 0, rows).repartition(4), primary_key=["id"])
-            load_s = time.perf_counter() - start
             lakehouse.create_branch("dev")
-            half = args.changed // 2
-            step = rows // half
-            log.mark()
-            start = time.perf_counter()
-            with lakehouse.transaction("dev", message="dev work") as tx:
-                tx.update(TABLE, f"id % {step} = 0", {"balance": "balance + 1"})
-                tx.insert(TABLE, rows_of(spark, rows, rows + half))
-            write_s, write_requests = time.perf_counter() - start, log.since()
-            with lakehouse.transaction("main", message="main work") as tx:
-                tx.update(TABLE, f"id % {step * 10} = 1", {"name": "concat(name, '-main')"})
-            log.mark()
-            start = time.perf_counter()
-            result = lakehouse.merge("dev", "main")
-            merge_s, merge_requests = time.perf_counter() - start, log.since()
-            assert result.status == "merged", result
-            gc_check = ""
+            insert, update, upsert, delete, overwrite, main_moves, read = steps(
+                spark, lakehouse, rows, args.changed, rows_of, TABLE)
+
+            def measured(label, action):
+                log.mark()
+                start = time.perf_counter()
+                action()
+                requests = log.since() if place == "s3" else []
+                results[(rows, place, label)] = (time.perf_counter() - start, kinds_counter(requests))
+                if args.trace and requests:
+                    os.makedirs(args.trace, exist_ok=True)
+                    name = re.sub(r"\W+", "_", label).strip("_")
+                    Path(args.trace, f"{rows}-{name}.txt").write_text("".join(f"{m} {unquote(p)}\n" for m, p in requests))
+
+            for label, action in (("insert", insert), ("update", update), ("upsert", upsert),
+                                  ("delete", delete), ("overwrite", overwrite)):
+                measured(label, action)
+            main_moves()
+            measured("merge", lambda: lakehouse.merge("dev", "main"))
+            lakehouse.create_branch("idle", "main")
+            measured("merge (nothing to write)", lambda: lakehouse.merge("idle", "main"))
+            read()  # the session's first read of the table plans it once: count a second, as a reader would
+            measured("read", read)
+            line = [f"{rows:>12,} rows {place:>5}:"]
+            for label in STEPS:
+                seconds, counted = results[(rows, place, label)]
+                line.append(f"    {label:<26} {seconds:6.2f} s" + (
+                    f"  {sum(counted.values()):4d} requests ({', '.join(f'{k} {n}' for k, n in sorted(counted.items()))})"
+                    if place == "s3" else ""))
             if place == "s3":
                 known = {lakehouse.snapshot().state(TABLE).id}
                 log.mark()
@@ -129,27 +206,35 @@ def run(args, url: str, log: RequestLog) -> None:
                 listed = [unquote(parse_qs(urlparse(path).query).get("prefix", [""])[0])
                           for method, path in log.since() if method == "GET" and "list-type" in path]
                 outside = [p for p in listed if not any(p.startswith(f"m{rows}/tables/{t}") for t in known)]
-                gc_check = (f"gc: {len(listed)} listings, all inside the catalog's tables' folders"
-                            if not outside else f"gc: listed OUTSIDE its tables: {outside}")
-            results[(rows, place)] = (load_s, write_s, merge_s, len(write_requests), len(merge_requests))
-            print(f"{rows:>12,} rows {place:>5}: load {load_s:7.2f} s, dev write {write_s:6.2f} s, merge {merge_s:6.2f} s"
-                  + (f"; S3 requests: write commit {len(write_requests)} ({kinds(write_requests)}), merge commit "
-                     f"{len(merge_requests)} ({kinds(merge_requests)}); {gc_check}" if place == "s3" else ""),
-                  flush=True)
+                line.append(f"    gc: {len(listed)} listings, all inside the catalog's tables' folders"
+                            if not outside else f"    gc: listed OUTSIDE its tables: {outside}")
+            print("\n".join(line), flush=True)
             lakehouse.store.dispose()
             if place == "local":
                 shutil.rmtree(warehouse, ignore_errors=True)
 
-    small, large = args.small, args.large
-    print(f"\n== a warehouse on S3 (moto on 127.0.0.1) against the local file system, {args.changed:,} changed rows")
-    for rows in (small, large):
-        local, s3 = results[(rows, "local")], results[(rows, "s3")]
-        print(f"  {rows:>12,} rows: dev write S3/local {s3[1] / local[1]:6.2f}x, merge S3/local {s3[2] / local[2]:6.2f}x")
-    for index, label in ((3, "write commit"), (4, "merge commit")):
-        ratio = results[(large, "s3")][index] / max(results[(small, "s3")][index], 1)
-        verdict = "ok" if ratio <= 1.2 else "OVER TARGET"
-        print(f"  S3 requests per {label}, {large:,} / {small:,} rows: {results[(large, 's3')][index]} / "
-              f"{results[(small, 's3')][index]} = {ratio:.2f}x (target <= 1.2x: {verdict})")
+    print(f"\n== a warehouse on S3 (moto on 127.0.0.1) against the local file system; insert of "
+          f"{args.changed:,} rows, the other writes {max(args.changed // 10, 1):,} rows")
+    targets = {"insert": 12, "update": 20, "merge (nothing to write)": 2}
+    for rows in sizes:
+        for label in STEPS:
+            s3 = results[(rows, "s3", label)]
+            local = results.get((rows, "local", label), (float("nan"), None))
+            total = sum(s3[1].values())
+            target = targets.get(label)
+            verdict = ("" if target is None else f"  (target <= {target}: {'ok' if total <= target else 'OVER'})")
+            if label == "read":
+                probes = s3[1]["HEAD"] + s3[1]["LIST"]
+                verdict = f"  (target no HEAD/LIST: {'ok' if not probes else f'OVER, {probes} probes'})"
+            print(f"  {rows:>12,} rows {label:<26} S3/local {s3[0] / max(local[0], 1e-9):5.2f}x, "
+                  f"{total:4d} requests{verdict}")
+    if args.large:
+        for label in STEPS:
+            big = sum(results[(args.large, "s3", label)][1].values())
+            little = sum(results[(args.small, "s3", label)][1].values())
+            ratio = big / max(little, 1)
+            print(f"  S3 requests of {label}, {args.large:,} / {args.small:,} rows: {big} / {little} = {ratio:.2f}x "
+                  f"(target <= 1.1x: {'ok' if ratio <= 1.1 else 'OVER TARGET'})")
     if not args.no_dbt:
         dbt_run(url, bucket, log)
 

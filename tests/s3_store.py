@@ -7,6 +7,10 @@ in CI (CI=true) it fails instead. Each test gets a bucket of its own.
 from __future__ import annotations
 
 import os
+import re
+from pathlib import Path
+from urllib.parse import urlparse
+
 import pytest
 
 from dbt.adapters.branchspark.core.storage import object_store
@@ -40,3 +44,34 @@ def keys(bucket: str, prefix: str = "") -> list[str]:
         token = page.get("NextContinuationToken")
         if not token:
             return sorted(found)
+
+
+class ServerRequests:
+    """The requests the S3 server logged for one bucket since the last mark: moto's request log (one line per
+    request, .moto-server/<port>/requests.log, tests/moto_server.sh), filtered by bucket so that other tests
+    running against the same server at the same time do not count. None when the log is not on this machine."""
+
+    _LINE = re.compile(r'"(GET|PUT|POST|HEAD|DELETE) (/[^ ?/]+)(\S*) HTTP')
+
+    def __init__(self, bucket: str):
+        port = urlparse(s3_url()).port
+        self.path = Path(__file__).resolve().parents[1] / ".moto-server" / str(port) / "requests.log"
+        self.bucket = bucket
+        self.offset = 0
+
+    def available(self) -> bool:
+        return self.path.is_file()
+
+    def mark(self) -> None:
+        self.offset = self.path.stat().st_size
+
+    def since(self) -> list[tuple[str, str]]:
+        """(kind, path) of each request: kind LIST for a GET that lists (list-type), else the method."""
+        with open(self.path, "rb") as log:
+            log.seek(self.offset)
+            text = log.read().decode("utf-8", "replace")
+        found = []
+        for method, bucket, rest in self._LINE.findall(text):
+            if bucket.strip("/") == self.bucket:
+                found.append(("LIST" if method == "GET" and "list-type" in rest else method, rest))
+        return found

@@ -53,6 +53,15 @@ def test_session_settings_add_the_jars_and_the_magic_committer():
     assert settings["spark.sql.sources.commitProtocolClass"].endswith("PathOutputCommitProtocol")
 
 
+def test_session_settings_leave_out_s3a_probes_and_a_users_own_keys_win():
+    """Issue 73: no _SUCCESS, no .pending objects, no create/mkdir probes; the user's own setting wins."""
+    settings = object_store.session_config({"spark.hadoop.fs.s3a.create.performance": "false"})
+    assert settings["spark.hadoop.mapreduce.fileoutputcommitter.marksuccessfuljobs"] == "false"
+    assert settings["spark.hadoop.fs.s3a.committer.magic.track.commits.in.memory.enabled"] == "true"
+    assert settings["spark.hadoop.fs.s3a.performance.flags"] == "create,mkdir,delete"
+    assert settings["spark.hadoop.fs.s3a.create.performance"] == "false"
+
+
 def test_python_side_reads_and_writes_the_bucket(s3_warehouse, bucket):
     warehouse = Warehouse(s3_warehouse)
     warehouse.write_text("tables/t1/data/x.txt", "hello")

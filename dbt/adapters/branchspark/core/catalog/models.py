@@ -114,6 +114,7 @@ class Segment(Base):
     partition_by: Mapped[list] = mapped_column(JSON, nullable=False, default=list)
     partition_values: Mapped[dict] = mapped_column(JSON, nullable=False, default=dict)
     files: Mapped[list] = mapped_column(JSON, nullable=False, default=list)  # data files, relative to `path`
+    file_sizes: Mapped[list | None] = mapped_column(JSON, nullable=True)  # their bytes, in order (revision 0004)
 
 
 class Tombstone(Base):
@@ -126,6 +127,8 @@ class Tombstone(Base):
     row_count: Mapped[int] = mapped_column(BigInteger, nullable=False)
     target_segments: Mapped[list] = mapped_column(JSON, nullable=False, default=list)
     target_files: Mapped[list] = mapped_column(JSON, nullable=False, default=list)  # row-id file names
+    files: Mapped[list | None] = mapped_column(JSON, nullable=True)  # its own files, relative to `path` (0004)
+    file_sizes: Mapped[list | None] = mapped_column(JSON, nullable=True)  # their bytes, in order
 
 
 Index("ix_bs_commits_parent", Commit.parent_id)

@@ -32,6 +32,7 @@ class SegmentInfo:
     partition_by: tuple[str, ...] = ()
     partition_values: dict = field(default_factory=dict)
     files: tuple[str, ...] = ()  # data file names below `path`
+    file_sizes: tuple[int, ...] = ()  # their bytes, in order; () when not recorded (older catalogs)
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,8 @@ class TombstoneInfo:
     row_count: int
     target_segments: tuple[str, ...] = ()
     target_files: tuple[str, ...] = ()  # row-id file names (below the segment root) it deletes rows of
+    files: tuple[str, ...] = ()  # its own file names below `path`; () when not recorded (older catalogs)
+    file_sizes: tuple[int, ...] = ()  # their bytes, in order
 
 
 @dataclass(frozen=True)

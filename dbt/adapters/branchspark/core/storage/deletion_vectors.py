@@ -102,6 +102,12 @@ def scan_leaves_out_deleted(spark: SparkSession, fields: list[T.StructField]) ->
     return _mode(spark) == _EXPRESSION and all(isinstance(f.dataType, _IN_PLACE_TYPES) for f in fields)
 
 
+def jar_loaded(spark: SparkSession) -> bool:
+    """Whether branchspark's jar came with the session (spark.jars and the extension), so that its data
+    sources load: known_files.py reads through one."""
+    return _mode(spark) == _EXPRESSION
+
+
 def live_rows_reader(reader: DataFrameReader, vectors: bytes) -> DataFrameReader:
     """`reader` (a DataFrameReader of segment files, schema set) as our Parquet source, which reads only
     the rows `vectors` do not delete."""

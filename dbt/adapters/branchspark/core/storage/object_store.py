@@ -44,6 +44,20 @@ COMMITTER_SETTINGS = {
     "spark.hadoop.mapreduce.outputcommitter.factory.scheme.s3a":
         "org.apache.hadoop.fs.s3a.commit.S3ACommitterFactory",
 }
+# S3A settings that leave out requests branchspark never relies on (docs/deploy.md, "Requests"; issue 73): the
+# catalog names every file, so no existence check, folder marker or success marker serves a reader.
+REQUEST_SETTINGS = {
+    # no `_SUCCESS` object per write: nothing reads it (a commit is the catalog's)
+    "spark.hadoop.mapreduce.fileoutputcommitter.marksuccessfuljobs": "false",
+    # the magic committer keeps its pending uploads in the task's memory, not as .pending/.pendingset objects
+    # that the job commit lists and reads back
+    "spark.hadoop.fs.s3a.committer.magic.track.commits.in.memory.enabled": "true",
+    # creating a file does not probe for one in its place or above it (names are unique); folders are not
+    # probed nor their markers deleted or recreated
+    "spark.hadoop.fs.s3a.create.performance": "true",
+    "spark.hadoop.fs.s3a.performance.flags": "create,mkdir,delete",
+    "spark.hadoop.fs.s3a.directory.marker.retention": "keep",
+}
 _SECRET_KEYS = ("fs.s3a.secret.key", "fs.s3a.session.token", "fs.s3a.access.key")
 
 
@@ -161,7 +175,7 @@ def session_config(config: dict) -> dict:
     found = jars()
     if not found:
         return config
-    out = {**hadoop_settings(settings(config)), **COMMITTER_SETTINGS, **config}
+    out = {**hadoop_settings(settings(config)), **COMMITTER_SETTINGS, **REQUEST_SETTINGS, **config}
     listed = [j for j in str(config.get("spark.jars", "")).split(",") if j]
     out["spark.jars"] = ",".join(listed + [j for j in found if j not in listed])
     present = [p for p in str(config.get("spark.driver.extraClassPath", "")).split(":") if p]

@@ -28,7 +28,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from . import deletion_vectors
+from . import deletion_vectors, known_files
 from ..catalog.schema import Schema
 from ..catalog.state import SegmentInfo, SegmentKind, TableState
 from ..catalog.tombstones import TombstoneInfo
@@ -131,7 +131,7 @@ class TableReader:
         if compacted:
             fields += [T.StructField(ROW_FILE, T.StringType()), T.StructField(ROW_POS, T.LongType()),
                        T.StructField(ROW_SEQ, T.LongType())]
-        raw = self._reader(table, segments, fields, join_ids or row_ids).parquet(*self._paths(segments))
+        raw = self._load(self._reader(table, segments, fields, join_ids or row_ids), self._paths(segments), segments)
         columns = [project_column(written, c) for c in target.columns]
         # SQL text: F.expr costs one JVM call, a Column built with F.col several (about 3 ms each here).
         if join_ids:
@@ -175,6 +175,25 @@ class TableReader:
                 if only is None or _row_file(segment, name) in only:
                     paths.append(self.warehouse.uri(f"{segment.path}/{name}"))
         return paths
+
+    def _load(self, reader, paths: list[str], segments: list[SegmentInfo], plain=None) -> DataFrame:
+        """`reader` reading `paths` (files of `segments`): with the sizes the catalog recorded where it did, so
+        that no file is looked up before it is opened (known_files.py); else as `plain()` reads them (default:
+        Spark's Parquet source)."""
+        sizes = None
+        if known_files.usable(self.spark, self.warehouse.on_object_store):
+            sizes = {self.warehouse.uri(f"{s.path}/{name}"): size for s in segments
+                     for name, size in zip(s.files, s.file_sizes)}
+        return known_files.load(reader, paths, sizes, plain)
+
+    def _load_tombstones(self, reader, tombstones: list[TombstoneInfo]) -> DataFrame:
+        """`reader` reading the files of `tombstones`: named, with their sizes, where the catalog recorded them,
+        else their folders."""
+        if known_files.usable(self.spark, self.warehouse.on_object_store) and all(t.file_sizes for t in tombstones):
+            sizes = {self.warehouse.uri(f"{t.path}/{name}"): size for t in tombstones
+                     for name, size in zip(t.files, t.file_sizes)}
+            return known_files.load(reader, list(sizes), sizes)
+        return reader.parquet(*[self.warehouse.uri(t.path) for t in tombstones])
 
     def _targeted_anti_join(self, table, group, written, target, tombstones, row_ids) -> DataFrame | None:
         """Keyless rows minus tombstones, where only the files a tombstone targets pay: untouched files are
@@ -222,7 +241,8 @@ class TableReader:
         reader = self._reader(table, segments, fields, row_ids)
         if vectors is not None and not (with_pos or row_ids) and deletion_vectors.scan_leaves_out_deleted(self.spark, fields):
             # Our Parquet source leaves the deleted rows out as it reads: no position column, no filter.
-            raw = deletion_vectors.live_rows_reader(reader, vectors).load(paths)
+            live = deletion_vectors.live_rows_reader(reader, vectors)
+            raw = self._load(live, paths, segments, plain=lambda: live.load(paths))
         elif vectors is not None:
             if not (with_pos or row_ids):
                 # Only the position is needed: read it as a plain column of the scan (Spark refuses it beside
@@ -230,9 +250,9 @@ class TableReader:
                 fields.append(T.StructField(deletion_vectors.ROW_INDEX, T.LongType()))
                 position = F.col(deletion_vectors.ROW_INDEX)
                 reader = self._reader(table, segments, fields, row_ids)
-            raw = deletion_vectors.without_deleted(reader.parquet(*paths), position, vectors)
+            raw = deletion_vectors.without_deleted(self._load(reader, paths, segments), position, vectors)
         else:
-            raw = reader.parquet(*paths)
+            raw = self._load(reader, paths, segments)
         columns = [project_column(written, c) for c in target.columns]
         if with_pos:
             columns += [position.alias(_J_POS), F.col("_metadata.file_path").alias(_J_FILE)]
@@ -257,7 +277,7 @@ class TableReader:
             fields += [T.StructField(n, t) for n, t in ((SEGMENT_COLUMN, T.StringType()), (ROW_FILE, T.StringType()),
                                                         (ROW_POS, T.LongType()), (ROW_SEQ, T.LongType()),
                                                         (TOMB_SEQ, T.LongType()))]
-            raw = self.spark.read.schema(T.StructType(fields)).parquet(*[self.warehouse.uri(t.path) for t in group])
+            raw = self._load_tombstones(self.spark.read.schema(T.StructType(fields)), group)
             columns = [project_column(written, c) for c in target.columns] if with_image else []
             if not with_image and table.primary_key:
                 columns = [project_column(written, target.column(k)) for k in table.primary_key]
@@ -281,11 +301,11 @@ class TableReader:
                 # (a partition column in a data file's directory, which basePath reads).
                 fields = T.StructType([T.StructField(c.name, c.data_type, True) for c in written.columns])
                 if kind == "segment":
-                    raw = (self.spark.read.schema(fields.add(SEGMENT_COLUMN, T.StringType()))
-                           .option("basePath", self.warehouse.uri(self.warehouse.data_dir(table.id)))
-                           .parquet(*self._paths(group)))
+                    raw = self._load(self.spark.read.schema(fields.add(SEGMENT_COLUMN, T.StringType()))
+                                     .option("basePath", self.warehouse.uri(self.warehouse.data_dir(table.id))),
+                                     self._paths(group), group)
                 else:
-                    raw = self.spark.read.schema(fields).parquet(*[self.warehouse.uri(t.path) for t in group])
+                    raw = self._load_tombstones(self.spark.read.schema(fields), group)
                 parts.append(raw.select(*[project_column(written, k) for k in keys]))
         if not parts:
             return self.spark.createDataFrame([], T.StructType([T.StructField(k.name, k.data_type) for k in keys]))

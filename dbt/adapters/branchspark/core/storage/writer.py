@@ -5,6 +5,7 @@ that dies in between leaves only unreferenced files, which `gc` removes.
 """
 from __future__ import annotations
 
+import itertools
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -40,26 +41,30 @@ class SegmentWriter:
         writer.parquet(self.warehouse.uri(relative))
         if fault:
             fault("write.after_files")
-        # The segment lists its files, as a manifest: reads then name files instead of listing folders.
-        files_by_dir: dict[str, list[str]] = {}
-        for path, _ in self.warehouse.list_files(relative):
-            if path.endswith(".parquet"):
-                directory, name = path.rsplit("/", 1)
-                files_by_dir.setdefault(directory, []).append(name)
+        # The segment lists its files and their sizes, as a manifest: reads then name files instead of listing
+        # folders, and look none up (known_files.py).
+        files_by_dir: dict[str, list[tuple[str, int]]] = {}
+        for path, size in self.warehouse.parquet_files(relative):
+            directory, name = path.rsplit("/", 1)
+            files_by_dir.setdefault(directory, []).append((name, size))
         if not table.partition_by:
+            names, sizes = _names_and_sizes(files_by_dir.get(relative, []))
             return [SegmentInfo(uuid.uuid4().hex, table.id, relative, seq, schema.id, kind,
-                                files=tuple(sorted(files_by_dir.get(relative, []))))]
+                                files=names, file_sizes=sizes)]
         # One segment per partition directory, so overwriting a partition can drop whole segments.
         segments = []
-        for leaf, names in sorted(files_by_dir.items()):
+        for leaf, files in sorted(files_by_dir.items()):
             values = _partition_values(leaf[len(relative):])
+            names, sizes = _names_and_sizes(files)
             segments.append(SegmentInfo(uuid.uuid4().hex, table.id, leaf, seq, schema.id, kind,
-                                        tuple(table.partition_by), values, tuple(sorted(names))))
+                                        tuple(table.partition_by), values, names, sizes))
         return segments
 
     def row_count(self, segments: list[SegmentInfo]) -> int:
         """The rows of segments this writer wrote (every file is listed in its segment)."""
-        return self.warehouse.parquet_rows(f"{s.path}/{name}" for s in segments for name in s.files)
+        return self.warehouse.parquet_rows(
+            (f"{s.path}/{name}", size) if size is not None else f"{s.path}/{name}"
+            for s in segments for name, size in itertools.zip_longest(s.files, s.file_sizes[:len(s.files)]))
 
     def discard_segments(self, segments: list[SegmentInfo]) -> None:
         """Delete the files of segments no commit references (a write whose checks failed)."""
@@ -97,8 +102,10 @@ class SegmentWriter:
         if summary.rows == 0:
             self.warehouse.delete_dir(relative)
             return None
+        names, sizes = _names_and_sizes((path.rsplit("/", 1)[1], size)
+                                        for path, size in self.warehouse.parquet_files(relative))
         return TombstoneInfo(uuid.uuid4().hex, table.id, relative, seq, schema.id, summary.rows,
-                             tuple(sorted(summary.segments)), tuple(sorted(summary.files)))
+                             tuple(sorted(summary.segments)), tuple(sorted(summary.files)), names, sizes)
 
     def write_difference(self, table: TableState, schema: Schema, changed: DataFrame, seq: int,
                          counts: Callable[[], tuple[TombstoneSummary, int]], fault=None
@@ -129,14 +136,14 @@ class SegmentWriter:
         tombstone = None
         if summary.rows:
             tombstone_dir = self.warehouse.new_tombstone_dir(table.id, seq)
-            self.warehouse.move_files(removed_dir, tombstone_dir, ".parquet")
+            names, sizes = _names_and_sizes(self.warehouse.move_files(removed_dir, tombstone_dir, ".parquet"))
             tombstone = TombstoneInfo(uuid.uuid4().hex, table.id, tombstone_dir, seq, schema.id, summary.rows,
-                                      tuple(sorted(summary.segments)), tuple(sorted(summary.files)))
+                                      tuple(sorted(summary.segments)), tuple(sorted(summary.files)), names, sizes)
         segments = []
         if added:
-            names = self.warehouse.move_files(added_dir, segment_dir, ".parquet")
+            names, sizes = _names_and_sizes(self.warehouse.move_files(added_dir, segment_dir, ".parquet"))
             segments = [SegmentInfo(uuid.uuid4().hex, table.id, segment_dir, seq, schema.id, SegmentKind.DATA,
-                                    files=tuple(sorted(names)))]
+                                    files=names, file_sizes=sizes)]
             for leftover in (removed_dir, added_dir):  # Spark's checksum and marker files
                 self.warehouse.delete_dir(leftover, missing_ok=True)
         else:
@@ -160,6 +167,12 @@ def side_by_side(writes: dict[object, Callable]) -> dict:
     with ThreadPoolExecutor(max_workers=min(len(writes), _PARALLEL_WRITES)) as pool:
         futures = {key: pool.submit(write) for key, write in writes.items()}
         return {key: future.result() for key, future in futures.items()}
+
+
+def _names_and_sizes(files) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    """(names sorted, their sizes in the same order) of (name, bytes) pairs."""
+    ordered = sorted(files)
+    return tuple(n for n, _ in ordered), tuple(int(b) for _, b in ordered)
 
 
 def _partition_values(suffix: str) -> dict:

@@ -1,0 +1,36 @@
+"""Reads of the files the catalog names, with the sizes it recorded: no request before a file is opened.
+
+Spark's Parquet source, given paths, checks that each exists, lists it and (with a basePath) looks up that
+folder: on S3 two or three HEADs and a LIST per file, before the GETs that read it. The catalog already knows
+every file of a segment or tombstone and its size (catalog revision 0004), so branchspark's own source
+(`jvm/KnownFiles.java`) hands Spark those statuses and the partition values their folders name, and the read
+costs only its GETs. Used on object storage when branchspark's jar is on the session's class path; files
+without a recorded size (older catalogs) and other sessions read as before.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pyspark.sql import DataFrame, DataFrameReader, SparkSession
+
+from . import deletion_vectors
+
+FORMAT = "branchspark.KnownFiles"
+_FILES_OPTION = "branchspark.files"
+
+
+def usable(spark: SparkSession, on_object_store: bool) -> bool:
+    """Whether reads on this session go through the known-files source: on object storage (where a lookup is
+    a request), with our jar loaded with the session (the extension's expression shows it is)."""
+    return on_object_store and deletion_vectors.jar_loaded(spark)
+
+
+def load(reader: DataFrameReader, paths: list[str], sizes: dict[str, int] | None,
+         plain: Callable[[], DataFrame] | None = None) -> DataFrame:
+    """`reader` (schema, and basePath where partition folders matter, set) reading `paths`: through the known
+    files source when every path's size is in `sizes`, else as `plain()` reads them (default: Spark's Parquet
+    source; a reader whose format is already set, as the deletion vectors' source, passes its own)."""
+    if sizes is None or not paths or any(p not in sizes for p in paths):
+        return plain() if plain else reader.parquet(*paths)
+    listed = "\n".join(f"{sizes[p]}\t{p}" for p in paths)
+    return reader.format(FORMAT).option(_FILES_OPTION, listed).load()
