@@ -250,7 +250,7 @@ class BranchSparkAdapter(SparkAdapter):
 
         def run():
             view_sql = router.qualify(sql)
-            schema = router.spark.sql(view_sql).schema  # an invalid query fails here, with Spark's message
+            schema = router.analysed(view_sql).schema  # an invalid query fails here, with Spark's message
             with self._write(f"view {name}") as w:
                 w.tx.create_view(name, view_sql, replace=True, schema=schema)
                 w.changed(name)
@@ -452,12 +452,17 @@ class BranchSparkAdapter(SparkAdapter):
         rows = []
         for commit in commits:
             operations = ", ".join(f"{op.op} {op.object_name}" for op in (commit.operations or []))
-            rows.append([str(commit.id)[:12], text_tables.time_text(commit.ts), commit.message or "", operations,
-                         sources_summary(commit.sources)])
-        columns = ["commit", "time", "message", "operations", "sources"]
-        if not any(row[-1] for row in rows):  # a history of no run that read Spark's tables: as before
-            columns, rows = columns[:-1], [row[:-1] for row in rows]
-        return text_tables.text_table(columns, rows)
+            rows.append([str(commit.id)[:12], text_tables.time_text(commit.ts), commit.message or "", operations])
+        return text_tables.text_table(["commit", "time", "message", "operations"], rows)
+
+    @available
+    def branch_log_sources(self, branch: Optional[str] = None, limit: Optional[int] = None) -> str:
+        """Under branch_log's table, one line per commit that recorded the versions of Spark's tables its run
+        read (too long for a column): `7f38898f04ac read lake.raw.orders (iceberg snapshot ...), ...`."""
+        lakehouse = self._handle().branch_session.lakehouse
+        branch = branch or self.config.credentials.branch
+        commits = self._run("branch_log", lambda: lakehouse.log(branch, limit=int(limit) if limit else None))
+        return "\n".join(f"{str(c.id)[:12]} read {sources_summary(c.sources)}" for c in commits if c.sources)
 
     @available
     def merge_branch(self, src: str, dest: Optional[str] = None, strategy: str = "merge", on_conflict="abort",

@@ -115,6 +115,11 @@ class StatementRouter:
         # Spark's tables the query reads: recorded at their versions, pinned under sources_as_of (sources.py)
         qualified = sources.ledger.pin(self.spark, self.branch_session.lakehouse,
                                        self.qualify(self.at_versions(sql)))
+        return self.analysed(qualified)
+
+    def analysed(self, qualified: str) -> DataFrame:
+        """spark.sql of a qualified statement (a query, a view's SQL); a name no catalog has, or a catalog
+        without its class, is one line naming the catalogs looked in (sources.py)."""
         try:
             return self.spark.sql(qualified)
         except Exception as exc:
@@ -178,7 +183,7 @@ class StatementRouter:
         if as_at < 0:
             raise ValueError(f"cannot read the view definition of {name}: expected `AS <query>`")
         view_sql = self.qualify(rest[as_at + 2 :].strip())
-        schema = self.spark.sql(view_sql).schema  # fails now, with Spark's message, if the query is invalid
+        schema = self.analysed(view_sql).schema  # fails now, with Spark's message, if the query is invalid
         with self.write(f"create view {name}") as w:
             w.tx.create_view(name, view_sql, replace=True, schema=schema)
             w.changed(name)

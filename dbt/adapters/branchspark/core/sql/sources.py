@@ -61,7 +61,7 @@ def warn_shadowed(spark: SparkSession, names: Iterable[str]) -> None:
         except Exception:  # a catalog that cannot answer hides nothing we could name
             shadowed = False
         if shadowed:
-            notify(f"branchspark: {name} is a relation of the branch and also a table of Spark's catalog "
+            notify(f"{name} is a relation of the branch and also a table of Spark's catalog "
                    f"({SESSION_CATALOG}.{name}): the branch's is read; name another schema in the model or "
                    f"source to read the catalog's")
 
