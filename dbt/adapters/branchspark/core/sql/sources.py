@@ -15,6 +15,7 @@ from typing import Callable, Iterable
 
 from pyspark.sql import SparkSession
 
+from ..errors import SourceUnavailable
 from ..sql_text import IDENT, QUOTED, quote_identifier, tokens, unquote
 
 log = logging.getLogger(__name__)
@@ -250,8 +251,6 @@ class SourceLedger:
 
 
 def raise_no_version(as_of: str | None, commit: str | None, name: str) -> None:
-    from ..errors import SourceUnavailable
-
     raise SourceUnavailable(
         f"sources_as_of {as_of}: commit {str(commit)[:12]} recorded no version for source {name}: name a commit "
         f"of a run that read it (`branchspark log -v` lists each run's sources), or drop sources_as_of")
@@ -260,8 +259,6 @@ def raise_no_version(as_of: str | None, commit: str | None, name: str) -> None:
 def recorded_commit(lakehouse, ref: str):
     """The commit `ref` names if it recorded source versions; for a branch (or any ref) the newest commit in its
     history that did."""
-    from ..errors import SourceUnavailable
-
     start = lakehouse.resolve(ref)
     for commit in lakehouse.store.ancestors(start.id):
         if commit.sources:
