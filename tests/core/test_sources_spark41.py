@@ -45,7 +45,7 @@ def flow(tmp_path_factory):
                                                              "PYSPARK_DRIVER_PYTHON", "SPARK_REMOTE")}
     env["PYSPARK_PYTHON"] = PEERS_PYTHON
     done = subprocess.run([PEERS_PYTHON, FLOW], input=json.dumps(request), capture_output=True, text=True,
-                          timeout=900, env=env, cwd=str(root))
+                          timeout=1800, env=env, cwd=str(root))
     if done.returncode != 0:
         raise AssertionError(f"the Spark 4.1 sources flow failed ({done.returncode}): {done.stderr[-4000:]}")
     return json.loads(done.stdout)
