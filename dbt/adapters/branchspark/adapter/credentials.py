@@ -37,6 +37,10 @@ class BranchSparkCredentials(SparkCredentials):
     # branch merged in as one commit when everything succeeded; `per_model` commits each model straight
     # onto the branch (partial results stay). See docs/runs.md.
     landing: str = "run"
+    # Read Delta and Iceberg sources at the versions this commit (or the newest run in this branch's history)
+    # recorded, not at their current ones: a preview reproduced after ingestion moved on (docs/sources.md).
+    # `--vars '{sources_as_of: ...}'` says the same for one invocation.
+    sources_as_of: Optional[str] = None
     # A warehouse on S3 (docs/deploy.md), where the AWS variables do not say it: the endpoint, region and path
     # style become Hadoop's fs.s3a.* keys in spark_config (a key given there wins); the keys become the AWS
     # variables of this process, which S3A and pyarrow read, so that no setting (nor `dbt debug`) holds them.
@@ -109,7 +113,7 @@ class BranchSparkCredentials(SparkCredentials):
 
     def _connection_keys(self) -> Tuple[str, ...]:
         return ("method", "host", "branch", "catalog", "warehouse", "schema", "create_branch_from",
-                "protected_branches", "landing")
+                "protected_branches", "landing", "sources_as_of")
 
     def connection_info(self, *, with_aliases: bool = False) -> Iterable[Tuple[str, Any]]:
         """What `dbt debug` prints: the catalog URL without its password."""

@@ -32,8 +32,11 @@ from dbt.adapters.branchspark.adapter import connections
 from dbt.adapters.branchspark.adapter.merge_operations import paused_operation, project_drivers, run_merge
 from dbt.adapters.branchspark.core.errors import DatabaseNotFound
 from dbt.adapters.branchspark.core.sql.statements import is_branch_statement
+from dbt.adapters.branchspark.core.sql import sources
+from dbt.adapters.branchspark.core.catalog.commits import sources_summary
 
 logger = AdapterLogger("branchspark")
+sources.notify = logger.warning  # a branch relation that hides a table of Spark's catalog: in dbt's log
 
 
 # The changes and diff operations load the changes and diff cores (about 0.15 s of imports): imported on
@@ -66,6 +69,10 @@ class BranchSparkAdapter(SparkAdapter):
     def __init__(self, config, *args, **kwargs) -> None:
         super().__init__(config, *args, **kwargs)
         run_landing.adapter_created(getattr(config, "project_root", None), getattr(config, "target_path", None))
+        # a new invocation: nothing of Spark's catalogs read yet, and the versions its reads are pinned to
+        as_of = (getattr(config, "cli_vars", None) or {}).get("sources_as_of") \
+            or getattr(getattr(config, "credentials", None), "sources_as_of", None)
+        sources.ledger.begin(as_of)
         connections.project_merge_settings = self._project_merge_settings
 
     def _project_merge_settings(self, dest: str) -> dict:
@@ -149,7 +156,8 @@ class BranchSparkAdapter(SparkAdapter):
             try:
                 if name:
                     self._handle().branch_session.views.ensure([name])
-                fields = spark.table(relation.render()).schema.fields
+                # a branch relation's temp view, else the table of Spark's catalog the name resolves to
+                fields = spark.sql(self._handle().router.qualify(f"select * from {relation.render()}")).schema.fields
             except Exception:
                 return []
             columns = [(f.name, f.dataType.simpleString()) for f in fields]
@@ -242,7 +250,7 @@ class BranchSparkAdapter(SparkAdapter):
 
         def run():
             view_sql = router.qualify(sql)
-            schema = router.spark.sql(view_sql).schema  # an invalid query fails here, with Spark's message
+            schema = router.analysed(view_sql).schema  # an invalid query fails here, with Spark's message
             with self._write(f"view {name}") as w:
                 w.tx.create_view(name, view_sql, replace=True, schema=schema)
                 w.changed(name)
@@ -446,6 +454,15 @@ class BranchSparkAdapter(SparkAdapter):
             operations = ", ".join(f"{op.op} {op.object_name}" for op in (commit.operations or []))
             rows.append([str(commit.id)[:12], text_tables.time_text(commit.ts), commit.message or "", operations])
         return text_tables.text_table(["commit", "time", "message", "operations"], rows)
+
+    @available
+    def branch_log_sources(self, branch: Optional[str] = None, limit: Optional[int] = None) -> str:
+        """Under branch_log's table, one line per commit that recorded the versions of Spark's tables its run
+        read (too long for a column): `7f38898f04ac read lake.raw.orders (iceberg snapshot ...), ...`."""
+        lakehouse = self._handle().branch_session.lakehouse
+        branch = branch or self.config.credentials.branch
+        commits = self._run("branch_log", lambda: lakehouse.log(branch, limit=int(limit) if limit else None))
+        return "\n".join(f"{str(c.id)[:12]} read {sources_summary(c.sources)}" for c in commits if c.sources)
 
     @available
     def merge_branch(self, src: str, dest: Optional[str] = None, strategy: str = "merge", on_conflict="abort",

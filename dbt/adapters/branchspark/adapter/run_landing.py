@@ -48,6 +48,7 @@ from dbt.adapters.branchspark.core.merge.merger import MergeOptions, ThreeWayMer
 from dbt.adapters.branchspark.core.merge.report import Conflict, MergeResult
 from dbt.adapters.branchspark.core.merge.rules import Rule
 from dbt.adapters.branchspark.core.operations import ObjectKind, Op
+from dbt.adapters.branchspark.core.sql import sources
 
 logger = AdapterLogger("branchspark")
 
@@ -215,12 +216,13 @@ class InvocationRun:
                 break
             message = self.message(run_head, base)
             try:
+                read = sources.ledger.recorded()  # the versions of Spark's tables the run read
                 if base == head:
                     landed = land_unmoved(self.lakehouse, self.branch, head, self.run_branch, run_head, base,
-                                          message, _author())
+                                          message, _author(), read)
                 else:
                     landed = land_by_merge(self.lakehouse, self.branch, head, self.run_branch, run_head, base,
-                                           message, _author())
+                                           message, _author(), read)
                 break
             except StaleHead:
                 continue  # another run landed meanwhile: merge with it
@@ -287,7 +289,7 @@ def run_commits(store, run_head: str, base: str):
 
 
 def land_unmoved(lakehouse, branch: str, head: str, run_branch: str, run_head: str, base: str, message: str,
-                 author: str):
+                 author: str, read: Optional[dict] = None):
     """B has not moved since the run forked: one commit on B, parents (B's head, the run's head), whose
     catalog is the run branch's, recording the operations the run made (metadata only)."""
     store = lakehouse.store
@@ -295,6 +297,7 @@ def land_unmoved(lakehouse, branch: str, head: str, run_branch: str, run_head: s
     if tx.base_head != head:
         raise StaleHead(branch, head, tx.base_head)
     tx.merge_parent = run_head
+    tx.sources = read
     root = store.root(run_head)
     tx.ns.databases = {k: list(v) for k, v in root.databases.items()}
     tx.ns.tables = {k: list(v) for k, v in root.tables.items()}
@@ -306,12 +309,17 @@ def land_unmoved(lakehouse, branch: str, head: str, run_branch: str, run_head: s
 
 
 def land_by_merge(lakehouse, branch: str, head: str, run_branch: str, run_head: str, base: str, message: str,
-                  author: str):
+                  author: str, read: Optional[dict] = None):
     """B moved: MERGE BRANCH run INTO B (SPEC 3) as one merge commit, with the run's views carried over."""
     planner = ThreeWayMerge(lakehouse, run_branch, run_head, branch, base,
                             MergeOptions(message=message, author=author))
+
+    def after_plan(planner, result) -> None:
+        carry_views(planner, result)
+        planner.tx.sources = read
+
     planner.land(MergeResult(run_branch, branch, base, "merge", "merged"), expected_head=head,
-                 after_plan=carry_views)
+                 after_plan=after_plan)
     return planner.tx.commit_info
 
 

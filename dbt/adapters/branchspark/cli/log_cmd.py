@@ -9,7 +9,7 @@ import click
 from rich.markup import escape
 from rich.text import Text
 
-from ..core.catalog.commits import CommitInfo
+from ..core.catalog.commits import CommitInfo, sources_summary
 from ..core.catalog.history import history_commits
 from .graph import GraphDrawer, graph_order
 from .output import console
@@ -64,6 +64,8 @@ def log(obj, ref, graph, all_branches, first_parent, nodes, limit):
                       highlight=False)
         for line in lines[1:]:
             console.print(Text(line), highlight=False)
+        if nodes and commit.sources:  # what the run read of Spark's catalogs (docs/sources.md)
+            console.print(Text(f"    sources: {sources_summary(commit.sources)}"), highlight=False)
         if nodes and follow_first and len(commit.parents) > 1:
             lane = "| " if drawer and commit.parents[0] in ids else ""  # a first-parent graph goes on below
             for merged in _merged_in(store, commit):

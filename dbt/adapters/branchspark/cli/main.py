@@ -29,15 +29,20 @@ from .ui_cmd import ui
 
 
 class Context:
-    def __init__(self, catalog: str | None, warehouse: str):
+    def __init__(self, catalog: str | None, warehouse: str, spark_config: dict | None = None):
         self.catalog, self.warehouse = catalog, warehouse
+        self.spark_config = dict(spark_config or {})
         self._lakehouse = None
+
+    def session(self):
+        """This command's Spark, with the `--conf` settings."""
+        return command_session(self.spark_config)
 
     @property
     def lakehouse(self) -> Lakehouse:
         """The catalog and warehouse named, which must exist and belong together: only `init` creates them."""
         if self._lakehouse is None:
-            self._lakehouse = Lakehouse(command_session, self.warehouse, self.catalog, create=False)
+            self._lakehouse = Lakehouse(self.session, self.warehouse, self.catalog, create=False)
         return self._lakehouse
 
 
@@ -64,17 +69,25 @@ class BranchsparkGroup(click.Group):
               help="SQLAlchemy URL of the catalog (default: a SQLite file in the warehouse).")
 @click.option("--warehouse", envvar="BRANCHSPARK_WAREHOUSE", default="./warehouse", show_default=True,
               help="Path or URI of the warehouse.")
+@click.option("--conf", "confs", multiple=True, metavar="KEY=VALUE",
+              help="A Spark setting, e.g. a catalog your tables are in (spark.sql.catalog.lake=...); repeatable.")
 @click.pass_context
-def cli(ctx, catalog, warehouse):
+def cli(ctx, catalog, warehouse, confs):
     """Git-like branches for a Spark lakehouse."""
-    ctx.obj = Context(catalog, warehouse)
+    settings = {}
+    for conf in confs:
+        key, sep, value = conf.partition("=")
+        if not sep or not key.strip():
+            raise click.BadParameter(f"{conf!r}: expected KEY=VALUE", param_hint="--conf")
+        settings[key.strip()] = value.strip()
+    ctx.obj = Context(catalog, warehouse, settings)
 
 
 @cli.command()
 @click.pass_obj
 def init(obj: Context):
     """Create the catalog and its warehouse (a new catalog has branch main); an existing pair is left as it is."""
-    lakehouse = obj._lakehouse = Lakehouse.init(command_session, obj.warehouse, obj.catalog)
+    lakehouse = obj._lakehouse = Lakehouse.init(obj.session, obj.warehouse, obj.catalog)
     _print_ready(lakehouse)
 
 
@@ -82,7 +95,7 @@ def init(obj: Context):
 @click.pass_obj
 def upgrade(obj: Context):
     """Upgrade a catalog written by an older branchspark in place, and bind it to its warehouse."""
-    lakehouse = obj._lakehouse = Lakehouse.upgrade(command_session, obj.warehouse, obj.catalog)
+    lakehouse = obj._lakehouse = Lakehouse.upgrade(obj.session, obj.warehouse, obj.catalog)
     store = lakehouse.store
     click.echo(f"upgraded the catalog from revision {store.upgraded_from} to {store.revision}" if store.upgraded_from
                else f"the catalog is already at revision {store.revision}")

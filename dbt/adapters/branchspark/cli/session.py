@@ -16,10 +16,11 @@ from ..engine import client as engine_client
 ENGINE_CHOICE_ENV = "BRANCHSPARK_SPARK"
 
 
-def command_session() -> SparkSession:
+def command_session(config: dict | None = None) -> SparkSession:
+    """`config`: the Spark settings of `branchspark --conf KEY=VALUE` (catalogs a team's tables are in)."""
     wants_engine = os.environ.get(ENGINE_CHOICE_ENV, "").lower() == "local"
     if wants_engine and not os.environ.get("SPARK_REMOTE") and SparkSession.getActiveSession() is None:
-        session = connect_session(engine_client.attach("branchspark"))
+        session = connect_session(engine_client.attach("branchspark"), config)
         engine_client.own_session(session)
         return session
-    return local_session()
+    return local_session(config=config)

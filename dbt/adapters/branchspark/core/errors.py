@@ -134,3 +134,7 @@ class DataFileUnreadable(BranchsparkError):
 class StorageUnavailable(BranchsparkError):
     """The warehouse's storage refused or failed a request: a missing bucket, denied credentials, an endpoint
     that does not answer (object storage, docs/deploy.md). Nothing was changed."""
+
+
+class SourceUnavailable(BranchsparkError):
+    """A name no catalog has, a catalog whose class is missing, a source version a commit never recorded."""

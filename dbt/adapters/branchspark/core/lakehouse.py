@@ -309,7 +309,7 @@ class Lakehouse:
             if limit is not None and len(out) >= limit:
                 break
             out.append(CommitInfo(commit.id, commit.seq, commit.ts, commit.parents, commit.message, commit.author,
-                                  self.store.operations(commit.id)))
+                                  self.store.operations(commit.id), commit.sources))
         return out
 
     # ------------------------------------------------------------------ sql

@@ -12,11 +12,13 @@ SparkContext: the same code runs on a classic session and on a Connect client se
 """
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import threading
 
 from pyspark.errors import PySparkException
+from pyspark.logger import PySparkLogger
 from pyspark.sql import SparkSession
 from pyspark.sql.connect.shell import PROGRESS_BAR_ENABLED
 
@@ -57,6 +59,7 @@ def spark_session(config: dict | None = None, remote: str | None = None, master:
     Without either, an active session of any kind is reused (a Connect client process stays one), else an
     in-process session is built on `master` (default $BRANCHSPARK_SPARK_MASTER or local[*])."""
     config = {key: str(value) for key, value in (config or {}).items()}
+    _quiet_query_context_logs()
     object_store.remember(config)  # the Python side opens the warehouse with the same fs.s3a.* settings
     if remote is None and master is None:
         remote = os.environ.get("SPARK_REMOTE") or None
@@ -68,6 +71,13 @@ def spark_session(config: dict | None = None, remote: str | None = None, master:
                 translate_action_errors()
             return active
         return _connect(remote, config) if remote else _in_process(master, config)
+
+
+def _quiet_query_context_logs() -> None:
+    """pyspark logs every SQL error it raises, with the JVM's stack, as JSON on stderr (its SQLQueryContextLogger):
+    the caller gets the error, which branchspark reports as one line; no second copy."""
+    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+        PySparkLogger.getLogger(name).setLevel(logging.CRITICAL)
 
 
 def local_session(master: str | None = None, config: dict | None = None) -> SparkSession:

@@ -54,6 +54,7 @@ class Transaction(SchemaWrites, RowWrites):
         self.operations: list[OpInfo] = []
         self.commit_info: CommitInfo | None = None
         self.merge_parent: str | None = None  # set by a merge: the commit merged in, the second parent
+        self.sources: dict | None = None  # the external tables a dbt run read, recorded on its landing commit
         self.auto_retry = True  # land on a moved head, run again or refuse (commit_replay.py)
         self.land_on_moved_head = land_on_moved_head
         self.rerun: Callable[["Transaction"], Any] | None = None  # see replayable()
@@ -126,7 +127,7 @@ class Transaction(SchemaWrites, RowWrites):
             tombstones=self.ns.new_tombstones.values(), operations=self.operations,
             message=self.message or default_message(self.operations), author=self.author,
             merge_parent=self.merge_parent, allow_protected=self.allow_protected, finishing=self.finishing,
-            fault=self.lakehouse.fault)
+            fault=self.lakehouse.fault, sources=self.sources)
 
     def record(self, kind: ObjectKind, object_id: str, name: str, op: Op, **detail) -> None:
         """Note one operation of this commit (what merges and changes read back, merge/sides.py): the write

@@ -31,6 +31,8 @@
   {%- set commits = adapter.branch_log(branch, limit) -%}
   {{ print("commits on branch " ~ branch ~ " (newest first)") }}
   {{ print(adapter.table_text(commits)) }}
+  {%- set read = adapter.branch_log_sources(branch, limit) -%}
+  {%- if read %}{{ print(read) }}{% endif %}
 {% endmacro %}
 
 {#- MERGE BRANCH src TO dest (SPEC section 3): dest defaults to the target's branch.

@@ -100,6 +100,19 @@ class CatalogStatus:
         return self.kind == "catalog"
 
 
+# A commit's record of the external tables its run read (CommitInfo.sources), kept beside the root's objects in
+# its JSON: written once with the commit, read back with it, and never part of the catalog state a later commit
+# starts from (Root.from_json reads only databases and tables), so no schema change and no older reader minds it.
+SOURCES_KEY = "sources"
+
+
+def _root_json(root: Root, sources: dict | None) -> dict:
+    data = root.to_json()
+    if sources:
+        data[SOURCES_KEY] = sources
+    return data
+
+
 class CatalogStore:
     """The catalog's SQL. Opening one changes nothing: `create` and `upgrade` are the only calls that
     write its schema (catalog/binding.py decides when they may run)."""
@@ -309,7 +322,8 @@ class CatalogStore:
 
     def _commit_from_row(self, row) -> CommitInfo:
         parents = tuple(p for p in (row.parent_id, row.merge_parent_id) if p)
-        info = CommitInfo(row.id, row.seq, row.ts, parents, row.message, row.author)
+        info = CommitInfo(row.id, row.seq, row.ts, parents, row.message, row.author,
+                          sources=(row.root or {}).get(SOURCES_KEY))
         self._remember("commit", row.id, info)
         self._remember("root", row.id, Root.from_json(row.root))
         return info
@@ -451,6 +465,7 @@ class CatalogStore:
         allow_protected: bool = False,
         finishing: str | None = None,
         fault=None,
+        sources: dict | None = None,
     ) -> CommitInfo:
         """Write new versions and one commit, and move the branch head from `expected_head` to it.
         `finishing`: the id of the paused merge this commit finishes (the only commit a paused branch takes)."""
@@ -473,7 +488,7 @@ class CatalogStore:
             self._insert_rows(conn, databases, tables, schemas, segments, tombstones)
             conn.execute(insert(m.Commit).values(id=commit_id, seq=seq, ts=ts, parent_id=expected_head,
                                                  merge_parent_id=merge_parent, message=message, author=author,
-                                                 root=root.to_json()))
+                                                 root=_root_json(root, sources)))
             op_rows = [{"commit_id": commit_id, "object_kind": o.object_kind, "object_id": o.object_id,
                         "object_name": o.object_name, "op": o.op, "detail": o.detail} for o in operations]
             if op_rows:
@@ -482,7 +497,7 @@ class CatalogStore:
                 fault("commit.before_head_swap")
             self._swap_head(conn, branch, expected_head, commit_id)
         parents = (expected_head, merge_parent) if merge_parent else (expected_head,)
-        info = CommitInfo(commit_id, seq, ts, parents, message, author)
+        info = CommitInfo(commit_id, seq, ts, parents, message, author, sources=sources or None)
         self._remember("commit", commit_id, info)
         self._remember("root", commit_id, root)
         return info

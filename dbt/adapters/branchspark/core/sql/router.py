@@ -15,9 +15,9 @@ from typing import Callable, Dict, List, Optional, Tuple
 from pyspark.sql import DataFrame, SparkSession
 
 from .. import frames
-from ..errors import DatabaseNotFound
+from ..errors import DatabaseNotFound, SourceUnavailable
 from ..merge import interactive
-from . import version_reads
+from . import sources, version_reads
 from .branch_statements import BranchStatements
 from .results import RoutedResult
 from .statements import parse_branch_statement
@@ -103,13 +103,31 @@ class StatementRouter:
         return RoutedResult(df=self.query(sql))
 
     def qualify(self, sql: str) -> str:
-        """`sql` with branch relations named as their temp views, which then exist in the session."""
+        """`sql` with branch relations named as their temp views, which then exist in the session; every
+        other name is left to Spark's own catalogs (sources.py)."""
         qualified = qualify_branch_relations(sql, self.views.is_branch_relation)
-        self.views.ensure(self.views.referenced(qualified))
+        names = self.views.referenced(qualified)
+        self.views.ensure(names)
+        sources.warn_shadowed(self.spark, names)
         return qualified
 
     def query(self, sql: str) -> DataFrame:
-        return self.spark.sql(self.qualify(self.at_versions(sql)))
+        # Spark's tables the query reads: recorded at their versions, pinned under sources_as_of (sources.py)
+        qualified = sources.ledger.pin(self.spark, self.branch_session.lakehouse,
+                                       self.qualify(self.at_versions(sql)))
+        return self.analysed(qualified)
+
+    def analysed(self, qualified: str) -> DataFrame:
+        """spark.sql of a qualified statement (a query, a view's SQL); a name no catalog has, or a catalog
+        without its class, is one line naming the catalogs looked in (sources.py)."""
+        try:
+            return self.spark.sql(qualified)
+        except Exception as exc:
+            # a name no catalog has, a catalog without its class: one line naming the catalogs (sources.py)
+            line = sources.error_line(self.spark, str(exc))
+            if line is None:
+                raise
+            raise SourceUnavailable(line) from None
 
     def at_versions(self, sql: str) -> str:
         """`sql` with its reads at another version and its table functions as temp views over the core's."""
@@ -123,6 +141,8 @@ class StatementRouter:
     # -- helpers --------------------------------------------------------------------------
     @staticmethod
     def _branch_name(name_token: str) -> Optional[str]:
+        if sources.names_other_catalog(name_token):  # lake.raw.orders: Spark's, not the branch's
+            return None
         schema, table = parse_relation_name(name_token)
         if not schema or schema.lower() in ("session", "global_temp"):
             return None
@@ -163,7 +183,7 @@ class StatementRouter:
         if as_at < 0:
             raise ValueError(f"cannot read the view definition of {name}: expected `AS <query>`")
         view_sql = self.qualify(rest[as_at + 2 :].strip())
-        schema = self.spark.sql(view_sql).schema  # fails now, with Spark's message, if the query is invalid
+        schema = self.analysed(view_sql).schema  # fails now, with Spark's message, if the query is invalid
         with self.write(f"create view {name}") as w:
             w.tx.create_view(name, view_sql, replace=True, schema=schema)
             w.changed(name)

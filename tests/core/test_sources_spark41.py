@@ -1,0 +1,150 @@
+"""The lakehouse a team already has, on the Spark it runs (issue 68; SPEC 11, "Sources" and "Spark versions").
+
+branchspark on pyspark 4.1 with Delta 4.4 and Iceberg 1.12 (`make spark41`): sources in a Hive metastore (a Delta
+and a Parquet table) and in an Iceberg catalog named with `database:`, read by a dbt project on a branch that
+merges into protected main, then by `Lakehouse.sql` and `branchspark sql -e` beside the branch's tables; the bad
+inputs as one line each. The whole flow runs in one process of .venv-peers (tests/spark41_sources.py, one JVM),
+since this suite's own pyspark (4.3) has neither Delta's nor Iceberg's runtime; the tests here assert what it saw.
+"""
+from __future__ import annotations
+
+import glob
+import json
+import os
+import subprocess
+
+import pytest
+
+from tests.missing import missing
+from tests.spark_iceberg import PEERS_PYTHON, REPO, iceberg_runtime_jar
+
+DELTA_JARS = os.path.join(REPO, ".jars", "peers")
+FLOW = os.path.join(REPO, "tests", "spark41_sources.py")
+
+
+def _installed() -> list[str]:
+    absent = []
+    if not os.path.exists(PEERS_PYTHON) or subprocess.run(
+            [PEERS_PYTHON, "-c", "import dbt.adapters.branchspark"], capture_output=True).returncode != 0:
+        absent.append("branchspark in .venv-peers")
+    if not glob.glob(os.path.join(DELTA_JARS, "delta-spark_*.jar")):
+        absent.append(".jars/peers/delta-spark_*.jar")
+    if not iceberg_runtime_jar():
+        absent.append(".jars/spark-iceberg/iceberg-spark-runtime-*.jar")
+    return absent
+
+
+@pytest.fixture(scope="module")
+def flow(tmp_path_factory):
+    absent = _installed()
+    if absent:
+        missing(f"branchspark on Spark 4.1 is not installed ({', '.join(absent)} missing): run `make spark41`")
+    root = tmp_path_factory.mktemp("sources41")
+    request = {"dir": str(root), "delta_jars": DELTA_JARS, "iceberg_jar": iceberg_runtime_jar()}
+    env = {k: v for k, v in os.environ.items() if k not in ("SPARK_HOME", "PYTHONPATH", "PYSPARK_PYTHON",
+                                                             "PYSPARK_DRIVER_PYTHON", "SPARK_REMOTE")}
+    env["PYSPARK_PYTHON"] = PEERS_PYTHON
+    done = subprocess.run([PEERS_PYTHON, FLOW], input=json.dumps(request), capture_output=True, text=True,
+                          timeout=1800, env=env, cwd=str(root))
+    if done.returncode != 0:
+        raise AssertionError(f"the Spark 4.1 sources flow failed ({done.returncode}): {done.stderr[-4000:]}")
+    return json.loads(done.stdout)
+
+
+def _said(step: dict) -> str:
+    return "\n".join(step["messages"])
+
+
+def test_branchspark_runs_on_spark_41_with_its_own_jar(flow):
+    assert flow["pyspark"].startswith("4.1.")
+    assert flow["jar"] == [f"branchspark-spark{flow['pyspark']}.jar"]
+
+
+def test_dbt_project_over_metastore_and_iceberg_sources_merges_into_protected_main(flow):
+    for step in ("seed", "run", "test", "merge"):
+        assert flow[step]["success"], (step, _said(flow[step])[-3000:])
+    assert flow["main_protected"]
+    # orders (Iceberg, database: lake) joined to customers (Delta, Hive), payments (Parquet, Hive), a seed
+    first = [[100, 1, "ada", "north", 5.0], [101, 2, "bo", "south", 7.5]]
+    assert flow["first"]["dev"] == first and flow["first"]["main"] == first
+    # names in the model's SQL (raw.customers, lake.raw.orders), not sources, resolve the same way
+    assert flow["first"]["counts"] == [[1, 1], [2, 1], [3, 0]]
+    # a path table through meta.external_location
+    assert flow["first"]["path"] == [[1, "ada"], [2, "bo"], [3, "cy"]]
+
+
+def test_branch_relation_shadows_metastore_table_and_warns_once(flow):
+    # analytics.all_orders is also a Hive table holding two NULL order ids: `dbt test`'s not_null passed,
+    # so the branch's table was read, and the run named the one it hid
+    said = _said(flow["test"])
+    assert said.count("spark_catalog.analytics.all_orders") == 1, said[-3000:]
+
+
+def test_next_run_sees_ingested_rows_while_main_keeps_its_merge(flow):
+    assert flow["rerun"]["success"], _said(flow["rerun"])[-3000:]
+    assert [102, 4, "di", "south", None] in flow["second"]["dev"]
+    assert len(flow["second"]["dev"]) == 3
+    assert flow["second"]["main"] == flow["first"]["main"]
+
+
+def test_lakehouse_sql_and_cli_read_metastore_iceberg_and_branch_in_one_query(flow):
+    assert flow["lakehouse_sql"] == [[100, "ada", 1], [101, "bo", 2], [102, "di", 4]]
+    cli = flow["cli_sql"]
+    assert cli["code"] == 0 and cli["exception"] is None, cli
+    lines = [line for line in cli["output"].splitlines() if "│" in line or "|" in line]
+    assert any("100" in line and "ada" in line for line in lines), cli["output"]
+    assert "(3 rows)" in cli["output"]
+
+
+def test_source_in_no_catalog_is_one_line_from_dbt_and_the_command_line(flow):
+    for said in (_said(flow["dbt_missing"]), flow["cli_missing"]["output"]):
+        line = next(line for line in said.splitlines() if "found in no catalog" in line)
+        assert "raw.nope" in line and "spark_catalog (hive" in line and "lake (SparkCatalog)" in line, line
+        assert "spark.sql.catalog.<name>" in line and "spark.sql.catalogImplementation=hive" in line
+        assert "Traceback" not in said
+    assert not flow["dbt_missing"]["success"] and flow["cli_missing"]["code"] == 1
+    assert flow["dev_unchanged"]
+
+
+def test_catalog_class_not_on_class_path_is_one_line_from_dbt_and_the_command_line(flow):
+    for said in (_said(flow["dbt_class"]), flow["cli_class"]["output"]):
+        line = next(line for line in said.splitlines() if "org.example.MissingCatalog" in line)
+        assert "catalog broken" in line and "spark.jars" in line, line
+        assert "Traceback" not in said
+    assert not flow["dbt_class"]["success"] and flow["cli_class"]["code"] == 1
+
+
+def test_each_run_commit_records_the_versions_it_read(flow):
+    first, second = flow["versions_first"], flow["versions_second"]
+    assert flow["first_sources"] == {
+        "lake.raw.orders": {"format": "iceberg", "version": first["iceberg"]},
+        "raw.customers": {"format": "delta", "version": first["delta"]},
+        "raw.payments": {"format": "parquet", "version": "unversioned"},
+        flow["path_key"]: {"format": "delta", "version": 0},  # the path table, written once
+    }
+    assert second["delta"] == first["delta"] + 1 and second["iceberg"] != first["iceberg"]
+    assert flow["second_sources"]["raw.customers"] == {"format": "delta", "version": second["delta"]}
+    assert flow["second_sources"]["lake.raw.orders"] == {"format": "iceberg", "version": second["iceberg"]}
+    # shown by `branchspark log -v` and `dbt run-operation branch_log`
+    log = flow["cli_log"]["output"]
+    assert f"lake.raw.orders (iceberg snapshot {second['iceberg']})" in log, log
+    assert f"raw.customers (delta version {second['delta']})" in log and "raw.payments (parquet, unversioned)" in log
+    said = _said(flow["branch_log"])
+    assert f"raw.customers (delta version {second['delta']})" in said, said[-3000:]
+
+
+def test_sources_as_of_rebuilds_at_the_recorded_versions(flow):
+    assert flow["as_of"]["success"], _said(flow["as_of"])[-3000:]
+    assert flow["as_of_rows"] == flow["first"]["dev"]  # ingestion's new order and customer are not read
+    first = flow["versions_first"]
+    assert flow["as_of_sources"]["raw.customers"] == {"format": "delta", "version": first["delta"]}
+    assert flow["as_of_sources"]["lake.raw.orders"] == {"format": "iceberg", "version": first["iceberg"]}
+
+
+def test_sources_as_of_a_commit_without_the_source_is_one_line(flow):
+    step = flow["dbt_as_of_missing"]
+    assert not step["success"]
+    said = _said(step)
+    line = next(line for line in said.splitlines() if "recorded no version" in line)
+    assert f"sources_as_of {flow['first_commit']}" in line and "lake.raw.events" in line, line
+    assert flow["first_commit"][:12] in line and "Traceback" not in said

@@ -1,0 +1,248 @@
+"""A team's lakehouse read by branchspark on Spark 4.1 (issue 68): run by .venv-peers' Python, in one JVM.
+
+The sources are what a team's ingestion writes: `raw.customers` (Delta) and `raw.payments` (Parquet) in a Hive
+metastore (Derby, no server), `lake.raw.orders` in an Iceberg catalog beside it (a dbt source naming it with
+`database: lake`). A dbt project on branch `dev` seeds, runs, tests and merges into protected `main`; ingestion
+appends; `dev` rebuilds and sees the new rows while `main` keeps what it merged. `Lakehouse.sql` and
+`branchspark sql -e` read the metastore, the Iceberg catalog and the branch in one query, and the bad inputs
+are run from dbt and from the command line. Run with the request (directories, jars) as JSON on stdin; writes
+what it saw as JSON on stdout, which tests/core/test_sources_spark41.py asserts.
+"""
+from __future__ import annotations
+
+import contextlib
+import glob
+import io
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+SOURCES_YML = """
+version: 2
+sources:
+  - name: raw
+    schema: raw
+    tables:
+      - name: customers
+      - name: payments
+      - name: nope
+  - name: lake_raw
+    database: lake
+    schema: raw
+    tables:
+      - name: orders
+  - name: files
+    schema: files
+    tables:
+      - name: customers_path
+        meta:
+          external_location: "delta.`{customers_path}`"
+"""
+
+ALL_ORDERS = """
+{{ config(materialized='table') }}
+select o.order_id, o.customer_id, c.name, r.region_name, p.amount
+from {{ source('lake_raw', 'orders') }} o
+join {{ source('raw', 'customers') }} c on c.id = o.customer_id
+join {{ ref('regions') }} r on r.region_id = c.region_id
+left join {{ source('raw', 'payments') }} p on p.order_id = o.order_id
+"""
+
+# names in a model's SQL, not sources: as in dbt-spark
+CUSTOMER_COUNTS = """
+{{ config(materialized='table') }}
+select c.id, count(o.order_id) as orders
+from raw.customers c left join lake.raw.orders o on o.customer_id = c.id
+group by c.id
+"""
+
+# a path table, through a source's meta.external_location
+PATH_CUSTOMERS = """
+{{ config(materialized='table') }}
+select id, name from {{ source('files', 'customers_path') }}
+"""
+
+SCHEMA_YML = """
+version: 2
+models:
+  - name: all_orders
+    columns:
+      - name: order_id
+        tests: [not_null, unique]
+"""
+
+BROKEN = {  # views (dbt's default) check their SQL; tables read it
+    "missing_source.sql": "select * from {{ source('raw', 'nope') }}",
+    "missing_class.sql": "{{ config(materialized='table') }} select * from broken.raw.orders",
+    # a source no run has read yet: sources_as_of a commit that recorded no version for it
+    "late_source.sql": "{{ config(materialized='table') }} select * from lake.raw.events",
+}
+
+
+def main() -> None:
+    request = json.load(sys.stdin)
+    os.environ["DBT_SEND_ANONYMOUS_USAGE_STATS"] = "false"
+    os.environ.setdefault("BRANCHSPARK_SPARK_MASTER", "local[1]")  # small tables: one thread, no task switching
+    started = time.monotonic()
+
+    def phase(name: str) -> None:  # on stderr, for a failure's report
+        print(f"{time.monotonic() - started:6.1f} s {name}", file=sys.stderr, flush=True)
+
+    root = Path(request["dir"])
+    jars = sorted(glob.glob(os.path.join(request["delta_jars"], "*.jar"))) + [request["iceberg_jar"]]
+    customers_path = str(root / "paths" / "customers")
+    spark_config = {
+        "spark.jars": ",".join(jars),
+        "spark.sql.catalogImplementation": "hive",
+        "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={root}/metastore_db;create=true",
+        "spark.sql.warehouse.dir": str(root / "hive"),
+        "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension,"
+                                "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
+        "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+        "spark.sql.catalog.lake": "org.apache.iceberg.spark.SparkCatalog",
+        "spark.sql.catalog.lake.type": "hadoop",
+        "spark.sql.catalog.lake.warehouse": str(root / "iceberg"),
+        "spark.sql.catalog.broken": "org.example.MissingCatalog",  # a catalog whose jar is not on spark.jars
+        # a JVM for one short flow: the client compiler and the serial collector, as tests/spark_iceberg_reader.py
+        "spark.driver.extraJavaOptions": f"-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Dderby.system.home={root}",
+        "spark.sql.shuffle.partitions": "1",
+    }
+    import pyspark
+    from click.testing import CliRunner
+
+    from dbt.adapters.branchspark.cli.main import cli
+    from dbt.adapters.branchspark.core.lakehouse import Lakehouse
+    from dbt.adapters.branchspark.core.spark_session import spark_session
+    from dbt.cli.main import dbtRunner
+
+    seen: dict = {"pyspark": pyspark.__version__, "path_key": f"delta.`{customers_path}`"}
+    spark = spark_session(spark_config)
+    seen["jar"] = [Path(p).name for p in glob.glob(str(
+        Path(__file__).resolve().parents[1] / "dbt/adapters/branchspark/core/storage/jvm"
+        / f"branchspark-spark{pyspark.__version__}.jar"))]
+
+    phase("session")
+    # the team's ingestion: what is there before branchspark
+    spark.sql("create database raw")
+    spark.sql("create table raw.customers (id int, name string, region_id int) using delta")
+    spark.sql("insert into raw.customers values (1, 'ada', 10), (2, 'bo', 20), (3, 'cy', 10)")
+    spark.sql("create table raw.payments (order_id int, amount double) using parquet")
+    spark.sql("insert into raw.payments values (100, 5.0), (101, 7.5)")
+    spark.sql("create table lake.raw.orders (order_id int, customer_id int) using iceberg")
+    spark.sql("insert into lake.raw.orders values (100, 1), (101, 2)")
+    spark.sql(f"create table delta.`{customers_path}` using delta as select * from raw.customers")
+    # a Hive table of the name a branch relation will have: the branch's wins, with a warning
+    spark.sql("create database analytics")
+    spark.sql("create table analytics.all_orders (order_id int) using parquet")
+    spark.sql("insert into analytics.all_orders values (null), (null)")
+
+    phase("sources written")
+    warehouse = str(root / "warehouse")
+    project = root / "project"
+    (project / "models").mkdir(parents=True)
+    (project / "seeds").mkdir()
+    (project / "dbt_project.yml").write_text("name: sources41\nversion: '1.0.0'\nprofile: sources41\n"
+                                              "config-version: 2\n")
+    (project / "seeds" / "regions.csv").write_text("region_id,region_name\n10,north\n20,south\n")
+    models = project / "models"
+    (models / "sources.yml").write_text(SOURCES_YML.replace("{customers_path}", customers_path))
+    (models / "all_orders.sql").write_text(ALL_ORDERS)
+    (models / "customer_counts.sql").write_text(CUSTOMER_COUNTS)
+    (models / "path_customers.sql").write_text(PATH_CUSTOMERS)
+    (models / "schema.yml").write_text(SCHEMA_YML)
+    target = {"type": "branchspark", "method": "session", "schema": "analytics", "warehouse": warehouse,
+              "threads": 1, "protected_branches": ["main"], "spark_config": spark_config}
+    profiles = {"sources41": {"target": "dev", "outputs": {
+        "dev": {**target, "branch": "dev", "create_branch_from": "main"},
+        "main": {**target, "branch": "main"}}}}
+    (project / "profiles.yml").write_text(json.dumps(profiles))
+
+    def dbt(*args: str) -> dict:
+        messages: list[str] = []
+        # what dbt prints (its debug lines, which repeat Spark's stack, only go to its log file)
+        result = dbtRunner(callbacks=[lambda event: messages.append(event.info.msg)
+                                      if event.info.level in ("info", "warn", "error") else None]).invoke(
+            [*args, "--project-dir", str(project), "--profiles-dir", str(project)])
+        return {"success": bool(result.success), "messages": messages}
+
+    def rows(lakehouse, branch: str, table: str) -> list:
+        return sorted([list(r) for r in lakehouse.read(table, branch).collect()], key=json.dumps)
+
+    def versions() -> dict:
+        return {"delta": spark.sql("DESCRIBE HISTORY raw.customers LIMIT 1").collect()[0]["version"],
+                "iceberg": spark.sql("SELECT snapshot_id FROM lake.raw.orders.refs WHERE name = 'main'")
+                .collect()[0][0]}
+
+    seen["versions_first"] = versions()
+    for step in ("seed", "run", "test"):
+        seen[step] = dbt(step, "--target", "dev")
+    phase("seed, run, test")
+    lakehouse = Lakehouse(spark, warehouse)
+    first_commit = lakehouse.get_branch("dev").head
+    seen["first_commit"] = first_commit
+    seen["first_sources"] = lakehouse.store.get_commit(first_commit).sources
+    seen["merge"] = dbt("run-operation", "merge_branch", "--args", "{src: dev, dest: main}", "--target", "main")
+    seen["main_protected"] = lakehouse.get_branch("main").protected
+    seen["first"] = {"dev": rows(lakehouse, "dev", "analytics.all_orders"),
+                     "main": rows(lakehouse, "main", "analytics.all_orders"),
+                     "counts": rows(lakehouse, "dev", "analytics.customer_counts"),
+                     "path": rows(lakehouse, "dev", "analytics.path_customers")}
+
+    phase("merged")
+    # ingestion moves on: an order in Iceberg, a customer in Delta
+    spark.sql("insert into raw.customers values (4, 'di', 20)")
+    spark.sql("insert into lake.raw.orders values (102, 4)")
+    seen["versions_second"] = versions()
+    seen["rerun"] = dbt("run", "--target", "dev", "--select", "all_orders")  # the model of all three sources
+    seen["second_sources"] = lakehouse.store.get_commit(lakehouse.get_branch("dev").head).sources
+    seen["second"] = {"dev": rows(lakehouse, "dev", "analytics.all_orders"),
+                      "main": rows(lakehouse, "main", "analytics.all_orders")}
+
+    phase("rerun")
+    # one query over the metastore, the Iceberg catalog and the branch
+    joined = ("select a.order_id, c.name, o.customer_id from analytics.all_orders a "
+              "join raw.customers c on c.id = a.customer_id join lake.raw.orders o on o.order_id = a.order_id")
+    seen["lakehouse_sql"] = sorted([list(r) for r in lakehouse.sql(joined, branch="dev").collect()],
+                                   key=json.dumps)
+    runner = CliRunner()
+
+    def command(*args: str) -> dict:
+        done = runner.invoke(cli, ["--warehouse", warehouse, *args])
+        return {"code": done.exit_code, "output": done.output,
+                "exception": None if done.exception is None or isinstance(done.exception, SystemExit)
+                else repr(done.exception)}
+
+    seen["cli_sql"] = command("sql", "--branch", "dev", "-e", joined + " order by a.order_id")
+    seen["cli_missing"] = command("sql", "--branch", "dev", "-e", "select * from raw.nope")
+    seen["cli_class"] = command("sql", "--branch", "dev", "-e", "select * from broken.raw.orders")
+    seen["cli_log"] = command("log", "dev", "-v")
+    seen["branch_log"] = dbt("run-operation", "branch_log", "--args", "{limit: 3}", "--target", "dev")
+
+    phase("cli")
+    # the first run again, although ingestion moved on: the versions its commit recorded
+    seen["as_of"] = dbt("run", "--target", "dev", "--select", "all_orders",
+                        "--vars", json.dumps({"sources_as_of": first_commit}))
+    seen["as_of_rows"] = rows(lakehouse, "dev", "analytics.all_orders")
+    seen["as_of_sources"] = lakehouse.store.get_commit(lakehouse.get_branch("dev").head).sources
+
+    phase("as of")
+    # bad input from dbt: nothing written
+    for name, sql in BROKEN.items():
+        (models / name).write_text(sql)
+    dev_head = lakehouse.get_branch("dev").head
+    seen["dbt_missing"] = dbt("run", "--target", "dev", "--select", "missing_source")
+    seen["dbt_class"] = dbt("run", "--target", "dev", "--select", "missing_class")
+    spark.sql("create table lake.raw.events (id int) using iceberg")
+    spark.sql("insert into lake.raw.events values (1)")
+    seen["dbt_as_of_missing"] = dbt("run", "--target", "dev", "--select", "late_source",
+                                    "--vars", json.dumps({"sources_as_of": first_commit}))
+    seen["dev_unchanged"] = lakehouse.get_branch("dev").head == dev_head
+    phase("errors")
+    json.dump(seen, sys.__stdout__)
+
+
+if __name__ == "__main__":
+    with contextlib.redirect_stdout(io.StringIO()):  # only the JSON on stdout
+        main()
