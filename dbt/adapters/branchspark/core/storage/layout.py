@@ -192,8 +192,13 @@ class Warehouse:
         """The rows of Parquet files, from their footers: no data is read and no Spark job runs. A file given
         with its size, (path, bytes), is opened without a lookup (on S3, no HEAD before its GETs)."""
         filesystem, base = self._fs()
+        # pyarrow's local file system opens paths only (a FileInfo is "Path must be a string"), and a local open
+        # costs no request anyway
+        by_size = filesystem.type_name != "local"
         total = 0
         for relative in relatives:
+            if isinstance(relative, tuple) and not by_size:
+                relative = relative[0]
             if isinstance(relative, tuple):
                 source = pafs.FileInfo(posixpath.join(base, relative[0]), pafs.FileType.File, size=relative[1])
             else:
