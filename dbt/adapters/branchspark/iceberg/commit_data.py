@@ -8,7 +8,10 @@ version (its segments' files):
 - a data file it no longer lists (a copy-on-write rewrite) deletes the rows it still held: a tombstone of
   them, as a branchspark delete or update writes;
 - a position delete file it adds deletes those rows: a tombstone too. Equality deletes and deletion vectors
-  are refused with one line.
+  are refused with one line;
+- a rewrite copies the rows of a file it did not change into its new file: those rows did not change
+  (SPEC 4), so the old row stays live and its copy in the new file is deleted in the same commit
+  (`_without_carried`): the change feed, diff and merges see only the rows that changed.
 
 Tombstones are written with pyarrow from the data files' rows (their images, as branch_changes returns
 them), in the layout storage/writer.py writes: no JVM in the server.
@@ -18,10 +21,14 @@ from __future__ import annotations
 import re
 import uuid
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import date
+from decimal import Decimal
+from urllib.parse import unquote
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyiceberg.io import FileIO
 from pyiceberg.manifest import DataFileContent, FileFormat
@@ -34,6 +41,7 @@ from ..core.catalog.schema import Schema
 from ..core.catalog.state import SegmentInfo, SegmentKind, TableState
 from ..core.catalog.tombstones import TombstoneInfo
 from ..core.storage.layout import SEGMENT_COLUMN, Warehouse, seq_of_segment_name
+from ..core.storage.writer import _NULL_PARTITION
 from ..core.storage.reader import ROW_FILE, ROW_POS, ROW_SEQ, STORED_IDENTITY_KINDS, TOMB_SEQ, segment_group
 from .deletes import DataFileRef
 
@@ -44,21 +52,26 @@ _WRITERS_DIR = re.compile(r"^s\d{16}-[0-9a-f]{12}$")
 class SnapshotChanges:
     added: list[SegmentInfo]
     deleted: dict[str, tuple[DataFileRef, np.ndarray]]  # relative data file -> (its file, positions newly deleted)
+    # new data file -> (its file, positions of rows a rewrite copied unchanged from a file it replaced)
+    carried: dict[str, tuple[DataFileRef, np.ndarray]] = field(default_factory=dict)
+    new_rows: int = 0  # rows the new files add that are no copies
 
     @property
     def empty(self) -> bool:
         return not self.added and not self.deleted
 
 
-def snapshot_changes(warehouse: Warehouse, io: FileIO, snapshot: Snapshot, table: TableState, lookup,
-                     memo: dict, full_name: str) -> SnapshotChanges:
-    """What `snapshot` (a client's, on top of `table`'s version) adds and deletes."""
+def snapshot_changes(warehouse: Warehouse, io: FileIO, snapshot: Snapshot | None, table: TableState, lookup,
+                     memo: dict, full_name: str, commit_snapshots: set[int]) -> SnapshotChanges:
+    """What `snapshot` (a client's, on top of `table`'s version) adds and deletes; its delete files added by
+    any of `commit_snapshots` (the snapshots of this commit) are new."""
     refs = {r.relative: r for s in lookup.segment_infos(table.segments) for r in deletes.segment_files(warehouse, s)}
     gone = deletes.position_deletes(warehouse, table, lookup.schema, list(refs.values()),
                                     lookup.tombstone_infos(table.tombstones), memo)
     live: set[str] = set()
+    partitions: dict[str, tuple] = {}  # a data file -> the partition values its manifest entry gives
     delete_files: list[str] = []
-    for manifest in snapshot.manifests(io):
+    for manifest in snapshot.manifests(io) if snapshot is not None else []:  # None: no rows at all
         for entry in manifest.fetch_manifest_entry(io, discard_deleted=True):
             data = entry.data_file
             if data.content == DataFileContent.DATA:
@@ -71,15 +84,20 @@ def snapshot_changes(warehouse: Warehouse, io: FileIO, snapshot: Snapshot, table
                     raise errors.InvalidArgument(f"table {full_name}: data file {data.file_path} is "
                                                  f"{data.file_format}; branchspark serve takes Parquet data files")
                 live.add(relative)
-            elif entry.snapshot_id == snapshot.snapshot_id:
+                partitions[relative] = tuple(data.partition) if data.partition is not None else ()
+            elif entry.snapshot_id in commit_snapshots:
                 if data.content == DataFileContent.EQUALITY_DELETES:
                     raise errors.InvalidArgument(
                         f"table {full_name}: equality deletes are not supported by branchspark serve; write position "
                         f"deletes (Spark: merge-on-read) or rewrite the files (copy-on-write)")
+                if data.file_format == FileFormat.PUFFIN:
+                    raise errors.InvalidArgument(
+                        f"table {full_name}: deletion vectors (Iceberg v3, {data.file_path}) are not supported by "
+                        f"branchspark serve; write Parquet position deletes (format version 2) or copy-on-write")
                 if data.file_format != FileFormat.PARQUET:
                     raise errors.InvalidArgument(
-                        f"table {full_name}: delete file {data.file_path} is {data.file_format} (a deletion vector?); "
-                        f"branchspark serve takes Parquet position deletes (format version 2)")
+                        f"table {full_name}: delete file {data.file_path} is {data.file_format}; branchspark serve "
+                        f"takes Parquet position deletes (format version 2)")
                 delete_files.append(data.file_path)
     removed = set(refs) - live
     deleted: dict[str, tuple[DataFileRef, np.ndarray]] = {}
@@ -97,8 +115,8 @@ def snapshot_changes(warehouse: Warehouse, io: FileIO, snapshot: Snapshot, table
             by_file[path].append(int(position))
         for path, found in by_file.items():
             relative = files.relative_location(warehouse, path)
-            if relative in removed:
-                continue
+            if relative in removed or (relative not in refs and relative not in live):
+                continue  # a file this commit removes (or added, then removed again)
             if relative not in refs:
                 raise errors.InvalidArgument(f"table {full_name}: position delete file {location} names {path}, "
                                              f"which is no data file of the table's version it was written on")
@@ -108,27 +126,158 @@ def snapshot_changes(warehouse: Warehouse, io: FileIO, snapshot: Snapshot, table
                 doomed = np.union1d(deleted[relative][1], doomed)
             if len(doomed):
                 deleted[relative] = (refs[relative], doomed)
-    return SnapshotChanges(_added_segments(warehouse, table, live - set(refs), full_name), deleted)
+    added = _added_segments(warehouse, table, lookup.schema(table.schema_id), live - set(refs), partitions, full_name)
+    carried: dict[str, tuple[DataFileRef, np.ndarray]] = {}
+    if removed & set(deleted) and added:
+        deleted, carried = _without_carried(warehouse, table, lookup.schema, deleted, removed, added)
+    written = sum(_footer(warehouse, f"{s.path}/{n}").num_rows for s in added for n in s.files)
+    return SnapshotChanges(added, deleted, carried, written - sum(len(p) for _, p in carried.values()))
 
 
-def _added_segments(warehouse: Warehouse, table: TableState, added: set[str], full_name: str) -> list[SegmentInfo]:
+def _without_carried(warehouse: Warehouse, table: TableState, schema_of, deleted: dict, removed: set[str],
+                     added: list[SegmentInfo]) -> tuple[dict, dict]:
+    """(`deleted` without the rows a rewrite copied unchanged, those copies in the new files).
+
+    The rows the removed files still held and the new files' rows are matched as multisets by their values
+    in the table's current columns: a copied row pairs with one identical old row. Pairs are found on dense
+    codes of each column's values (dictionary-encoded over both sides together: exact, no hashing), each row
+    numbered among its identical ones."""
+    current = schema_of(table.schema_id)
+    old = [deleted[r] for r in sorted(removed) if r in deleted]
+    new = [(ref, np.arange(_footer(warehouse, ref.relative).num_rows, dtype=np.int64))
+           for s in added for ref in deletes.segment_files(warehouse, s)]
+    new = [(ref, positions) for ref, positions in new if len(positions)]
+    if not new:
+        return deleted, {}
+    parts = [_values(warehouse, ref, positions, schema_of(ref.segment.schema_id), current) for ref, positions in old]
+    parts += [_values(warehouse, ref, positions, current, current) for ref, positions in new]
+    both = pa.concat_tables(parts)
+    old_rows = sum(len(p) for _, p in old)
+    key = np.zeros(both.num_rows, dtype=np.int64)
+    for column in both.columns:
+        codes = pc.dictionary_encode(column.combine_chunks(), null_encoding="encode").indices.to_numpy(False)
+        key = np.unique(key * (int(codes.max(initial=0)) + 1) + codes, return_inverse=True)[1].astype(np.int64)
+    old_key, new_key = key[:old_rows], key[old_rows:]
+    size = int(key.max(initial=0)) + 1
+    keep_old = _rank(old_key) < np.bincount(new_key, minlength=size)[old_key]  # an identical copy exists
+    dead_new = _rank(new_key) < np.bincount(old_key, minlength=size)[new_key]
+    remaining, at = dict(deleted), 0
+    for ref, positions in old:
+        kept = keep_old[at:at + len(positions)]
+        at += len(positions)
+        if kept.all():
+            del remaining[ref.relative]
+        else:
+            remaining[ref.relative] = (ref, positions[~kept])
+    copies, at = {}, 0
+    for ref, positions in new:
+        dead = dead_new[at:at + len(positions)]
+        at += len(positions)
+        if dead.any():
+            copies[ref.relative] = (ref, positions[dead])
+    return remaining, copies
+
+
+def _rank(key: np.ndarray) -> np.ndarray:
+    """Each row's number among the rows with its key, 0 for the first."""
+    order = np.argsort(key, kind="stable")
+    ordered = key[order]
+    rank = np.empty(len(key), dtype=np.int64)
+    rank[order] = np.arange(len(key)) - np.searchsorted(ordered, ordered, side="left")
+    return rank
+
+
+def _values(warehouse: Warehouse, ref: DataFileRef, positions: np.ndarray, written: Schema, current: Schema
+            ) -> pa.Table:
+    """The rows at `positions` of a data file written with `written`, in `current`'s columns and types."""
+    names = {c.id: written.source_of(c) for c in current.columns}
+    in_file = set(pq.read_schema(f"{files.filesystem(warehouse)[1]}/{ref.relative}",
+                                 filesystem=files.filesystem(warehouse)[0]).names)
+    wanted = sorted({s.name for s in names.values() if s is not None and s.name in in_file})
+    rows = _table(warehouse, ref.relative, wanted).take(pa.array(positions, pa.int64()))
+    partition_values = ref.segment.partition_values or {}
+    columns = {}
+    for column in current.columns:
+        target = _arrow_type(column) or pa.string()
+        source = names[column.id]
+        if source is not None and source.name in wanted:
+            value = rows.column(source.name)
+        elif source is not None and source.name in partition_values:
+            value = pa.array([partition_values[source.name]] * len(positions), pa.string())
+        else:
+            value = pa.nulls(len(positions), target)
+        columns[f"c{column.id}"] = value.cast(target)
+    return pa.table(columns)
+
+
+def _added_segments(warehouse: Warehouse, table: TableState, current: Schema, added: set[str],
+                    partitions: dict[str, tuple], full_name: str) -> list[SegmentInfo]:
+    """One segment per directory of new files; a partitioned table's writer puts each file in `col=value`
+    directories below write.data.path (Iceberg's layout, Hive's too), one segment per partition, as
+    branchspark writes them. Its directory names must read back as the values the manifest gives."""
     prefix = f"{warehouse.data_dir(table.id)}/{SEGMENT_COLUMN}="
+    depth = len(table.partition_by)
     by_dir: dict[str, list[str]] = defaultdict(list)
     for relative in sorted(added):
         directory, name = relative.rsplit("/", 1)
-        if not directory.startswith(prefix) or not _WRITERS_DIR.match(directory[len(prefix):]):
+        parts = directory[len(prefix):].split("/") if directory.startswith(prefix) else []
+        if len(parts) != depth + 1 or not _WRITERS_DIR.match(parts[0]):
             raise errors.InvalidArgument(
                 f"table {full_name}: data file {files.absolute(warehouse, relative)} is not in the table's "
-                f"write.data.path; write data files where loadTable's write.data.path says")
+                f"write.data.path" + (f" below its partition directories ({'/'.join(c + '=...' for c in table.partition_by)})"
+                                       if depth else "") + "; write data files where loadTable's write.data.path says")
         by_dir[directory].append(name)
     segments = []
     for directory, names in sorted(by_dir.items()):
         for name in names:
             _footer(warehouse, f"{directory}/{name}")  # a file that is not there or no Parquet: refused
-        group = directory[len(prefix):]
+        group, *leaves = directory[len(prefix):].split("/")
+        values = _partition_values(full_name, table, current, leaves, {partitions.get(f"{directory}/{n}") for n in names},
+                                   files.absolute(warehouse, directory))
         segments.append(SegmentInfo(uuid.uuid4().hex, table.id, directory, seq_of_segment_name(group), table.schema_id,
-                                    SegmentKind.DATA, files=tuple(sorted(names))))
+                                    SegmentKind.DATA, tuple(table.partition_by) if depth else (), values,
+                                    files=tuple(sorted(names))))
     return segments
+
+
+def _partition_values(full_name: str, table: TableState, current: Schema, leaves: list[str], given: set,
+                      where: str) -> dict:
+    """A partition directory's values as branchspark keeps them (the text Spark reads from the path), checked
+    against the values the writer's manifest entries give."""
+    if not table.partition_by:
+        return {}
+    values = {}
+    for column_name, leaf in zip(table.partition_by, leaves):
+        key, _, text = leaf.partition("=")
+        if unquote(key) != column_name:
+            raise errors.InvalidArgument(f"table {full_name}: directory {where} is not partitioned as the table is "
+                                         f"({', '.join(table.partition_by)}); write with the table's partition spec")
+        values[column_name] = None if unquote(text) == _NULL_PARTITION else unquote(text)
+    expected = tuple(_iceberg_value(values[c], current.column(c)) for c in table.partition_by)
+    if given != {expected}:
+        raise errors.InvalidArgument(
+            f"table {full_name}: directory {where} reads as partition {expected}, but its files' manifest entries "
+            f"give {sorted(map(str, given))}; branchspark reads partition values from directory names (NULL and "
+            f"values with characters a path escapes are not supported through Iceberg writes yet)")
+    return values
+
+
+def _iceberg_value(text: str | None, column):
+    """A partition directory's text as the value an Iceberg manifest holds (dates as days since the epoch)."""
+    if text is None:
+        return None
+    kind = column.data_type.typeName()
+    if kind in ("integer", "long", "short", "byte"):
+        return int(text)
+    if kind in ("double", "float"):
+        return float(text)
+    if kind == "boolean":
+        return text.lower() == "true"
+    if kind == "decimal":
+        return Decimal(text)
+    if kind == "date":
+        return (date.fromisoformat(text) - date(1970, 1, 1)).days
+    return text
 
 
 def write_tombstones(warehouse: Warehouse, table: TableState, schema_of, deleted: dict, seq: int
@@ -149,6 +298,9 @@ def write_tombstones(warehouse: Warehouse, table: TableState, schema_of, deleted
                 if column.name in rows.column_names:
                     value = rows.column(column.name)
                     columns[column.name] = value if target is None else value.cast(target)
+                elif column.name in ref.segment.partition_values:  # kept in the directory name, not the file
+                    value = pa.array([ref.segment.partition_values[column.name]] * len(positions), pa.string())
+                    columns[column.name] = value.cast(target or pa.string())
                 else:
                     columns[column.name] = pa.nulls(len(positions), target or pa.string())
             name = segment_group(ref.segment)

@@ -21,12 +21,11 @@ from pyiceberg.schema import Schema as IcebergSchema
 from pyiceberg.table.metadata import TableMetadataV2
 from pyiceberg.table.snapshots import Snapshot as IcebergSnapshot
 from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
-from pyiceberg.partitioning import UNPARTITIONED_PARTITION_SPEC
 
 from . import files
 from .commit_data import snapshot_changes, write_tombstones
 from .metadata import WRITER_OWNED_PROPERTIES
-from .schema import iceberg_schema, NestedIds, spark_type
+from .schema import PARTITION_FIELD_ID_BASE, iceberg_schema, NestedIds, partition_spec, spark_type
 from ..core import errors
 from ..core.catalog.namespace import check_name, split_name
 from ..core.catalog.schema import Column, Schema, check_widening, history_entry
@@ -44,7 +43,7 @@ REQUIREMENTS = ("assert-create", "assert-table-uuid", "assert-ref-snapshot-id", 
                 "assert-default-sort-order-id")
 UPDATES = ("assign-uuid", "upgrade-format-version", "add-schema", "set-current-schema", "add-spec",
            "set-default-spec", "add-sort-order", "set-default-sort-order", "add-snapshot", "set-snapshot-ref",
-           "set-properties", "remove-properties", "set-location")
+           "remove-snapshot-ref", "set-properties", "remove-properties", "set-location")
 # Requirement -> the served metadata's field it compares with.
 _COMPARED = {"assert-table-uuid": ("uuid", "table-uuid"),
              "assert-last-assigned-field-id": ("last-assigned-field-id", "last-column-id"),
@@ -147,24 +146,26 @@ class CatalogWrites:
         name = str(body.get("name") or "")
         full = f"{namespace}.{name}"
         check_name("table", name)
-        _refuse_layout(full, body.get("partition-spec"), body.get("write-order"))
+        _refuse_layout(full, None, body.get("write-order"))
         if body.get("location"):
             raise errors.InvalidArgument(f"table {full}: branchspark serve places tables in the warehouse itself; "
                                          f"leave the location out")
         properties = _stored_properties(full, body.get("properties") or {})
         schema = IcebergSchema.model_validate(body["schema"])
         columns = self._new_columns(full, schema)
+        partition_by = _partition_columns(full, body.get("partition-spec"), {f.field_id: f.name for f in schema.fields})
         if body.get("stage-create"):
             branch = self.branch(ref)
             snapshot = self.service.snapshot(branch)
             snapshot.ns.database_id(namespace)
             if snapshot.has_table(full):
                 raise errors.AlreadyExists("table", full, branch)
-            return json.dumps({"metadata": self._staged_metadata(uuid.uuid4().hex, full, columns, properties),
+            return json.dumps({"metadata": self._staged_metadata(uuid.uuid4().hex, full, columns, properties,
+                                                                 partition_by),
                                "config": self.service.file_io}).encode()
 
         def create(txn: Transaction):
-            self._create(txn, full, uuid.uuid4().hex, columns, properties)
+            self._create(txn, full, uuid.uuid4().hex, columns, properties, partition_by)
         commit, _ = self._run(ref, f"iceberg: create table {full}", create)
         return self.service.load_table(self._after(ref, commit), namespace, name)
 
@@ -177,22 +178,29 @@ class CatalogWrites:
         check_name("column", field.name)
         return Column(column_id, field.name, spark_type(field, full).json(), not field.required)
 
-    def _staged_metadata(self, table_id: str, full: str, columns: list[Column], properties: dict) -> dict:
+    def _staged_metadata(self, table_id: str, full: str, columns: list[Column], properties: dict,
+                         partition_by: list[str]) -> dict:
         """The metadata of a table not created yet (stage-create): its column ids are the ones the commit
         that creates it will carry, and its write.data.path a segment directory of that table."""
-        schema = iceberg_schema(Schema("staged", tuple(columns)), 0, full, NestedIds(first=10**12))
+        staged = Schema("staged", tuple(columns))
+        schema = iceberg_schema(staged, 0, full, NestedIds(first=10**12))
         seq = self.lakehouse.store.allocate_seq()
+        # the spec loadTable will serve for it: identity fields numbered from PARTITION_FIELD_ID_BASE
+        field_ids = {staged.column(n).id: PARTITION_FIELD_ID_BASE + i for i, n in enumerate(partition_by)}
+        spec = partition_spec(staged, partition_by, 0, field_ids)
         metadata = TableMetadataV2(
             location=files.absolute(self.warehouse, self.warehouse.table_dir(table_id)),
             table_uuid=uuid.UUID(hex=table_id), last_updated_ms=int(time.time() * 1000),
             last_column_id=max([c.id for c in columns] or [0]), schemas=[schema], current_schema_id=0,
-            partition_specs=[UNPARTITIONED_PARTITION_SPEC], default_spec_id=0, last_partition_id=999,
+            partition_specs=[spec], default_spec_id=0,
+            last_partition_id=max(field_ids.values(), default=PARTITION_FIELD_ID_BASE - 1),
             properties={**properties, "write.object-storage.enabled": "false", "write.data.path": files.absolute(
                 self.warehouse, files.writers_segment_dir(self.warehouse, table_id, seq, f"staged-{table_id}"))},
             sort_orders=[UNSORTED_SORT_ORDER], default_sort_order_id=UNSORTED_SORT_ORDER.order_id)
         return json.loads(metadata.model_dump_json(exclude_none=True))
 
-    def _create(self, txn: Transaction, full: str, table_id: str, columns: list[Column], properties: dict) -> None:
+    def _create(self, txn: Transaction, full: str, table_id: str, columns: list[Column], properties: dict,
+                partition_by: list[str]) -> None:
         db_name, table_name = split_name(full)
         database_id = txn.ns.database_id(db_name)
         if txn.ns.table_id(full, required=False) is not None:
@@ -202,11 +210,12 @@ class CatalogWrites:
             raise errors.InvalidArgument(f"table {full}: a column name appears twice in its schema")
         schema = Schema(uuid.uuid4().hex, tuple(columns))
         seq = txn._seq()
-        state = TableState(None, table_id, database_id, table_name, ObjectKind.TABLE, dict(properties), (), (),
-                           schema.id, (history_entry(schema.id, seq),))
+        state = TableState(None, table_id, database_id, table_name, ObjectKind.TABLE, dict(properties),
+                           tuple(partition_by), (), schema.id, (history_entry(schema.id, seq),))
         txn.ns.add_schema(schema, table_id)
         txn.ns.put_table(state)
-        txn.record(ObjectKind.TABLE, table_id, full, Op.CREATE, columns=[c.name for c in columns], partition_by=[],
+        txn.record(ObjectKind.TABLE, table_id, full, Op.CREATE, columns=[c.name for c in columns],
+                   partition_by=list(partition_by),
                    primary_key=[])
 
     def drop_table(self, ref: str, namespace: str, name: str) -> None:
@@ -280,15 +289,17 @@ class CatalogWrites:
 
     def _create_from_updates(self, txn: Transaction, full: str, updates: list[dict]) -> None:
         """A staged table's create commit (CTAS): the updates describe the table as stage-create answered it."""
-        table_id, schema, properties, snapshots = None, None, {}, {}
+        table_id, schema, properties, snapshots, spec = None, None, {}, {}, None
         for update in updates:
             action = update["action"]
             if action == "assign-uuid":
                 table_id = uuid.UUID(update["uuid"]).hex
             elif action == "add-schema":
                 schema = IcebergSchema.model_validate(update["schema"])
-            elif action in ("add-spec", "add-sort-order"):
-                _refuse_layout(full, update.get("spec"), update.get("sort-order"))
+            elif action == "add-spec":
+                spec = update.get("spec")
+            elif action == "add-sort-order":
+                _refuse_layout(full, None, update.get("sort-order"))
             elif action == "set-properties":  # stage-create's answer, with the served ones of its own
                 given = {k: v for k, v in (update.get("updates") or {}).items()
                          if k not in WRITER_OWNED_PROPERTIES and not _computed(k)}
@@ -303,20 +314,25 @@ class CatalogWrites:
         if table_id is None or schema is None:
             raise errors.InvalidArgument(f"table {full}: a create commit needs assign-uuid and add-schema")
         columns = [self._column(full, field.field_id, field) for field in schema.fields]
-        self._create(txn, full, table_id, columns, properties)
+        partition_by = _partition_columns(full, spec, {f.field_id: f.name for f in schema.fields})
+        self._create(txn, full, table_id, columns, properties, partition_by)
+        published = []
         for update in updates:
             if update["action"] == "set-location" and update["location"].rstrip("/") != files.absolute(
                     self.warehouse, self.warehouse.table_dir(table_id)):
                 raise errors.InvalidArgument(f"table {full}: branchspark serve places tables itself; keep the "
                                              f"location stage-create answered")
             if update["action"] == "set-snapshot-ref":
-                self._set_main(txn, full, update, snapshots, None)
+                published.append(self._set_main(full, update, snapshots, None))
+        self._land(txn, full, published, snapshots)
 
     def _apply_updates(self, txn: Transaction, full: str, current: dict, updates: list[dict]) -> None:
         added_schemas: list[IcebergSchema] = []
         snapshots: dict[int, dict] = {}
         new_columns = False
-        landed = set()
+        published = []
+        replaced = False  # a replace (RTAS, CREATE OR REPLACE): the table's rows are what its snapshot holds
+        added_specs: set[int] = set()
         for update in updates:
             action = update["action"]
             if action == "assign-uuid" and update["uuid"] != current["table-uuid"]:
@@ -336,13 +352,23 @@ class CatalogWrites:
                     raise errors.InvalidArgument(f"table {full}: set-current-schema names schema {wanted}, which "
                                                  f"neither the table nor this commit has")
                 new_columns |= self._evolve(txn, full, chosen)
-            elif action in ("add-spec", "add-sort-order"):
-                _refuse_layout(full, update.get("spec"), update.get("sort-order"))
+            elif action == "add-spec":  # a replace names the spec again: it must be the table's partitioning
+                schema = txn._schema(txn._writable_table(full))
+                wanted = _partition_columns(full, update.get("spec"), {c.id: c.name for c in schema.columns})
+                have = list(txn._writable_table(full).partition_by)
+                if wanted != have:
+                    raise errors.InvalidArgument(f"table {full} is partitioned by {have or 'nothing'}: branchspark "
+                                                 f"serve does not change a table's partitioning through Iceberg "
+                                                 f"(asked: {wanted or 'unpartitioned'}); use branchspark's "
+                                                 f"set_partitioning")
+                added_specs.add(update["spec"].get("spec-id", 0))
+            elif action == "add-sort-order":
+                _refuse_layout(full, None, update.get("sort-order"))
             elif action in ("set-default-spec", "set-default-sort-order"):
                 chosen = update.get("spec-id", update.get("sort-order-id"))
-                if chosen not in (-1, 0):
-                    raise errors.InvalidArgument(f"table {full}: {action} {chosen}: branchspark serve keeps tables "
-                                                 f"unpartitioned and unsorted through Iceberg writes")
+                if chosen not in (-1, 0) and not (action == "set-default-spec" and chosen in added_specs):
+                    raise errors.InvalidArgument(f"table {full}: {action} {chosen}: branchspark serve keeps a table's "
+                                                 f"partitioning and leaves tables unsorted through Iceberg writes")
             elif action == "set-properties":
                 given = {k: v for k, v in (update.get("updates") or {}).items() if not _computed(k)
                          and not (k in WRITER_OWNED_PROPERTIES and current["properties"].get(k) == v)}
@@ -362,18 +388,36 @@ class CatalogWrites:
                                                  f"does not move tables")
             elif action == "add-snapshot":
                 snapshots[update["snapshot"]["snapshot-id"]] = update["snapshot"]
+            elif action == "remove-snapshot-ref":
+                if update.get("ref-name") != "main":
+                    raise errors.InvalidArgument(f"table {full}: ref '{update.get('ref-name')}': branchspark serve "
+                                                 f"writes the table's main ref only")
+                replaced = True
             elif action == "set-snapshot-ref":
                 if snapshots and new_columns:
                     raise errors.InvalidArgument(f"table {full}: a commit that adds columns and data files at once "
                                                  f"is not supported; add the columns in a commit of their own first")
-                landed.add(self._set_main(txn, full, update, snapshots, current))
-        dangling = set(snapshots) - landed
+                published.append(self._set_main(full, update, snapshots, current))
+        dangling = set(snapshots) - set(published)
         if dangling:
             raise errors.InvalidArgument(f"table {full}: snapshot(s) {sorted(dangling)} added but not set as ref main; "
                                          f"branchspark serve keeps no unpublished snapshots (the warehouse is the "
                                          f"branch: write-audit-publish on a branchspark branch)")
+        self._land(txn, full, published, snapshots, replaced)
 
-    def _set_main(self, txn: Transaction, full: str, update: dict, snapshots: dict, current: dict | None):
+    def _land(self, txn: Transaction, full: str, published: list, snapshots: dict, replaced: bool = False) -> None:
+        """Land what the commit's last published snapshot holds against the head, as one change: a client's
+        snapshots within one commit (PyIceberg's overwrite: a delete, then an append) build on each other as
+        the client sees them, so only the last one's files, with the delete files any of them added, say
+        what the commit changed."""
+        final = published[-1] if published else None
+        if final in snapshots:
+            self._land_snapshot(txn, full, IcebergSnapshot.model_validate(snapshots[final]), set(snapshots), replaced)
+        elif replaced:  # replaced by nothing (an RTAS of no rows)
+            self._land_snapshot(txn, full, None, set(snapshots), replaced)
+
+    @staticmethod
+    def _set_main(full: str, update: dict, snapshots: dict, current: dict | None):
         ref_name, snapshot_id = update.get("ref-name"), update.get("snapshot-id")
         if ref_name != "main":
             raise errors.InvalidArgument(f"table {full}: ref '{ref_name}': branchspark serve writes the table's main "
@@ -383,34 +427,48 @@ class CatalogWrites:
                 return snapshot_id
             raise errors.InvalidArgument(f"table {full}: set-snapshot-ref to snapshot {snapshot_id}, which this commit "
                                          f"does not add; to go back to an older version use branchspark restore")
-        self._land_snapshot(txn, full, IcebergSnapshot.model_validate(snapshots[snapshot_id]))
         return snapshot_id
 
-    def _land_snapshot(self, txn: Transaction, full: str, snapshot: IcebergSnapshot) -> None:
-        """The snapshot's data changes as segments and tombstones, recorded as insert / delete / update."""
+    def _land_snapshot(self, txn: Transaction, full: str, snapshot: IcebergSnapshot | None, added: set[int],
+                       replaced: bool = False) -> None:
+        """The snapshot's data changes as segments and tombstones, recorded as insert / delete / update
+        (`added`: the snapshot ids this commit adds); a replace as an overwrite by rows (SPEC 3.3, 4: what
+        it removed and added relative to the table it replaced; rows it rewrote as they were are no change)."""
         state = txn._writable_table(full)
         changes = snapshot_changes(self.warehouse, self.io, snapshot, state, txn.ns,
-                                   self.service.builder.deletes_memo, full)
+                                   self.service.builder.deletes_memo, full, added)
         if changes.empty:
             return
         seq = txn._seq()
         tombstones = write_tombstones(self.warehouse, state, txn.ns.schema, changes.deleted, seq)
+        # the new files' copies of rows a rewrite did not change: deleted at once, the old rows stay
+        copies = write_tombstones(self.warehouse, state, txn.ns.schema, changes.carried, seq)
         txn.ns.add_segments(changes.added)
-        for tombstone in tombstones:
+        for tombstone in tombstones + copies:
             txn.ns.add_tombstone(tombstone)
         txn.ns.put_table(state.evolve(segments=state.segments + tuple(s.id for s in changes.added),
-                                      tombstones=state.tombstones + tuple(t.id for t in tombstones)))
-        origin = {"iceberg_snapshot": snapshot.snapshot_id,
-                  "iceberg_operation": str(snapshot.summary.operation.value) if snapshot.summary else None}
-        if tombstones:
-            # rows a copy-on-write rewrite or a position delete removed; with new files, their rows replace them
-            touched = sorted({g for t in tombstones for g in first_written_in(t)})
-            txn.record(ObjectKind.TABLE, state.id, full, Op.UPDATE if changes.added else Op.DELETE, seq=seq,
-                       tombstones_added=[t.id for t in tombstones], segments_touched=touched,
+                                      tombstones=state.tombstones + tuple(t.id for t in tombstones + copies)))
+        origin = {"iceberg_snapshot": snapshot.snapshot_id if snapshot else None,
+                  "iceberg_operation": str(snapshot.summary.operation.value) if snapshot and snapshot.summary else None}
+        if replaced:
+            txn.record(ObjectKind.TABLE, state.id, full, Op.OVERWRITE, seq=seq, difference=True,
+                       segments_added=[s.id for s in changes.added],
+                       tombstones_added=[t.id for t in tombstones + copies],
+                       overwrite_tombstones=[t.id for t in tombstones],
+                       segments_touched=sorted({g for t in tombstones for g in first_written_in(t)}),
                        rows=sum(t.row_count for t in tombstones), **origin)
-        if changes.added:
-            txn.record(ObjectKind.TABLE, state.id, full, Op.INSERT, seq=seq,
-                       segments_added=[s.id for s in changes.added], **origin)
+            return
+        added = {"segments_added": [s.id for s in changes.added], "tombstones_added": [t.id for t in copies]}
+        if tombstones:
+            # rows a copy-on-write rewrite or a position delete removed; with new rows, those replace them
+            touched = sorted({g for t in tombstones for g in first_written_in(t)})
+            kept = {} if changes.new_rows else added  # new files holding only copies: a delete that carries them
+            txn.record(ObjectKind.TABLE, state.id, full, Op.UPDATE if changes.new_rows else Op.DELETE, seq=seq,
+                       segments_touched=touched, rows=sum(t.row_count for t in tombstones), **origin,
+                       **{**kept, "tombstones_added": [t.id for t in tombstones] + kept.get("tombstones_added", [])})
+        if changes.added and (changes.new_rows or not tombstones):
+            # the copies' tombstone goes with the segments it applies to (a merge carries both)
+            txn.record(ObjectKind.TABLE, state.id, full, Op.INSERT, seq=seq, **added, **origin)
 
     def _evolve(self, txn: Transaction, full: str, chosen: IcebergSchema) -> bool:
         """Make the table's columns `chosen`'s (SPEC 2's alter column: add, drop, rename, widen, nullability),
@@ -481,10 +539,19 @@ def _refuse_shape(full: str, state: TableState) -> None:
     if state.primary_key:
         raise errors.InvalidArgument(f"table {full} has a primary key {list(state.primary_key)}: branchspark serve "
                                      f"does not take Iceberg writes to keyed tables yet; write it with branchspark")
-    if state.partition_by:
-        raise errors.InvalidArgument(f"table {full} is partitioned by {list(state.partition_by)}: branchspark serve "
-                                     f"does not take Iceberg writes to partitioned tables yet; write it with "
-                                     f"branchspark")
+
+
+def _partition_columns(full: str, spec: dict | None, names: dict[int, str]) -> list[str]:
+    """The columns a new table is partitioned by: identity partitions of top-level columns only (what
+    branchspark's partitions are)."""
+    columns = []
+    for field in (spec or {}).get("fields") or []:
+        if field.get("transform") != "identity" or field.get("source-id") not in names:
+            raise errors.InvalidArgument(f"table {full}: partition field {field.get('name')} ({field.get('transform')}) "
+                                         f"is not supported: branchspark partitions by identity of top-level columns "
+                                         f"(PARTITIONED BY (col, ...))")
+        columns.append(names[field["source-id"]])
+    return columns
 
 
 def _refuse_layout(full: str, spec: dict | None, order: dict | None) -> None:
