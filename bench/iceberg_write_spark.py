@@ -35,7 +35,9 @@ def main() -> None:
         try:
             spark.sql(sql).collect()
         except Exception as exc:  # noqa: BLE001 - reported to the caller as one line
-            first = next((line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+            lines = [line.strip() for line in str(exc).splitlines() if line.strip()
+                     and not line.startswith(("An error occurred while calling", "\tat ", "at "))]
+            first = " | ".join(lines[:3]) or type(exc).__name__
             print(json.dumps({"times": times, "error": f"{catalog} {step}: {first[:500]}"}))
             return
         times.append([catalog, step, time.perf_counter() - start])
