@@ -3,10 +3,11 @@
 # S3-compatible server (moto) and a Spark standalone cluster with a Spark Connect server on it are started here
 # unless BRANCHSPARK_TEST_PG_URL / BRANCHSPARK_TEST_S3_URL / BRANCHSPARK_TEST_CONNECT_URL already name running
 # ones, and stopped at the end. Pass 1 runs every test in-process (catalog and merge tests on SQLite and
-# PostgreSQL) but dbt's conformance suites; pass 2 runs those, the merge base, the deletion-vector reads and the
-# sample project on S3 through Spark Connect on the cluster (a master and two 1-core worker JVMs). At the long
-# depth both passes run only what `make test-long` adds: the `deep` tests at full size and the long-only ones
-# (tests/depth.py), such as the conformance suites in-process and the merge matrix and rules through Connect.
+# PostgreSQL) but dbt's conformance suites; pass 2 runs those, the merge base, the deletion-vector reads, the
+# keyless feed across a merge (issue 67) and the sample project on S3 through Spark Connect on the cluster (a
+# master and two 1-core worker JVMs). At the long depth both passes run only what `make test-long` adds: the `deep`
+# tests at full size and the long-only ones (tests/depth.py), such as the conformance suites in-process and the
+# merge matrix and rules through Connect.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
@@ -77,7 +78,8 @@ fi
 started=$SECONDS
 # The sample project's dbt flow on S3 runs here, on the cluster (tests/conftest.py leaves it out of pass 1).
 "$PY" -m pytest --connect tests/functional/adapter tests/core/test_merge_base.py tests/core/test_merge_matrix.py \
-  tests/core/test_merge_rules.py tests/core/test_deletion_vectors.py "$ON_THE_CLUSTER" "$DAMAGED_FILE" \
+  tests/core/test_merge_rules.py tests/core/test_deletion_vectors.py tests/core/test_merge_keyless_on_conflict.py \
+  "$ON_THE_CLUSTER" "$DAMAGED_FILE" \
   -k "not postgresql and not s3_warehouse" \
   -n 2 --dist loadscope --no-loadscope-reorder -p no:cacheprovider -q --durations=10 "${only[@]}" "$@"
 echo "Spark Connect pass: $((SECONDS - started)) s"

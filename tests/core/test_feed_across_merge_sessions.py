@@ -1,7 +1,7 @@
 """Issue 67: the change feed across a merge is the difference of the two versions (SPEC 4) in every kind of
 session a user reads through, on one core and on two, with 1, 2 and 4 shuffle partitions: nothing about a
 row's identity may rest on how Spark split or ordered the work. Each kind of session is a JVM of its own
-(tests/core/feed_session_process.py); `make test` runs a user's own session and branchspark's on local[2] with 2 shuffle partitions,
+(tests/core/feed_session_process.py); `make test` runs a user's own session on local[2] with 2 shuffle partitions,
 `make test-long` every kind on local[1] and local[2], issue 55's reproduction 5 times each. The in-process
 variants (the UDF, the join, the session's own way, through Spark Connect too) are in
 tests/core/test_merge_keyless_on_conflict.py."""
@@ -16,7 +16,9 @@ import pytest
 from tests.depth import sized
 
 ROOT = Path(__file__).resolve().parents[2]
-SESSIONS = sized([("own", "local[2]"), ("branchspark", "local[2]")],
+# `make test`: a user's own session on two cores, its own JVM (branchspark's session, the extension's way, is the
+# in-process test session's: tests/core/test_merge_keyless_on_conflict.py); a JVM and its scenarios cost 1-2 minutes
+SESSIONS = sized([("own", "local[2]")],
                  [(kind, master) for kind in ("own", "branchspark", "join") for master in ("local[1]", "local[2]")])
 REPEATS = sized(1, 5)
 PARTITIONS = sized("2", "1,2,4")  # each scenario is several Spark jobs: make test runs one count, long all three

@@ -111,6 +111,7 @@ def read_path_lh(request, spark, warehouse, catalog_url, monkeypatch):
     lakehouse.store.dispose()
 
 
+@pytest.mark.deep  # `make test-long`: 1, 2 and 4 shuffle partitions, 5 runs each (in-process and through Connect)
 @pytest.mark.parametrize("partitions", SHUFFLE_PARTITIONS)
 @pytest.mark.parametrize("scenario", REPRODUCTION, ids=["plain", "dest_compacted"])
 def test_change_feed_across_a_merge_lists_no_intermediate_update_image(read_path_lh, scenario, partitions):
@@ -133,7 +134,16 @@ def test_change_feed_across_a_merge_lists_no_intermediate_update_image(read_path
         lh.spark.conf.unset(ONE_FILE_A_SCAN_PARTITION[0])
 
 
-@pytest.mark.parametrize("scenario", [name for name in SCENARIOS if name not in REPRODUCTION])
+OTHER_SCENARIOS = [name for name in SCENARIOS if name not in REPRODUCTION]
+# `make test` reads each of these by one path, every path once (a scenario costs 15-25 s quiet); `make
+# test-long` every scenario by every path
+OTHER_READS = sized(list(zip(("join", "udf", "session", "udf"), OTHER_SCENARIOS)),
+                    [(path, name) for path in READ_PATHS for name in OTHER_SCENARIOS])
+
+
+@pytest.mark.deep
+@pytest.mark.parametrize("read_path_lh, scenario", OTHER_READS, indirect=["read_path_lh"],
+                         ids=[f"{path}-{name}" for path, name in OTHER_READS])
 def test_change_feed_across_other_merges_is_the_difference(read_path_lh, scenario):
     """Compaction on the other side, a keyed chain, `on_conflict: ours|theirs` after src rebuilt the table."""
     read_path_lh.spark.conf.set(*ONE_FILE_A_SCAN_PARTITION)
