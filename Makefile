@@ -81,7 +81,7 @@ $(PEERS_VENV)/.bench: jars/peers/requirements.txt $(PEERS_VENV)/.installed
 peers: spark-iceberg $(PEERS_VENV)/.bench $(PEERS_JARS)/.copied $(PEERS_VENV)/.branchspark
 
 # branchspark itself on Spark 4.1 (issue 68): the newest Spark with Delta's and Iceberg's runtimes, which a team's
-# lakehouse needs in branchspark's own session; `make test-long` runs its sources flow there (tests/spark41_sources.py).
+# lakehouse needs in branchspark's own session; `make test` runs its sources flow there (tests/spark41_sources.py).
 # Installed after .venv's install (one editable build of the checkout at a time), pyspark kept at 4.1.4, and
 # branchspark's jar built against it (jvm/branchspark-spark4.1.4.jar, beside 4.3's).
 $(PEERS_VENV)/.branchspark: setup.py jars/spark-iceberg/requirements.txt $(PEERS_VENV)/.installed | $(VENV)/.installed
@@ -96,7 +96,7 @@ spark41: spark-iceberg $(PEERS_JARS)/.copied $(PEERS_VENV)/.branchspark
 # in-process, and dbt's conformance suites, the merge base, deletion-vector tests and the sample project on S3
 # through Spark Connect on the cluster. Aimed at 20 minutes on 2 cores with the install (issue 50): the random
 # and stress tests run small (tests/depth.py).
-test: install spark-iceberg
+test: install spark41
 	PY=$(PY) bash tests/run.sh
 
 # The deep profiles, run before resolving an issue that touches merge, changes, writes, storage or the

@@ -64,6 +64,12 @@ PATH_CUSTOMERS = """
 select id, name from {{ source('files', 'customers_path') }}
 """
 
+# a view model (dbt's default) over the Iceberg source: its reads are recorded, and under sources_as_of its stored
+# SQL reads the pinned snapshot
+ORDERS_VIEW = """
+select order_id, customer_id from {{ source('lake_raw', 'orders') }}
+"""
+
 SCHEMA_YML = """
 version: 2
 models:
@@ -81,16 +87,38 @@ BROKEN = {  # views (dbt's default) check their SQL; tables read it
 }
 
 
+def jvm_cpu() -> float:
+    """CPU seconds of this process's children (the JVM spark-submit starts), from /proc; 0 where there is none."""
+    total, me = 0.0, str(os.getpid())
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[1] == me:  # its parent: utime and stime follow
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
 def main() -> None:
     request = json.load(sys.stdin)
     os.environ["DBT_SEND_ANONYMOUS_USAGE_STATS"] = "false"
     os.environ.setdefault("BRANCHSPARK_SPARK_MASTER", "local[1]")  # small tables: one thread, no task switching
     started = time.monotonic()
+    phases: list[str] = []
 
-    def phase(name: str) -> None:  # on stderr, for a failure's report
-        print(f"{time.monotonic() - started:6.1f} s {name}", file=sys.stderr, flush=True)
+    def phase(name: str) -> None:  # on stderr and in the report: where the time went (wall; this process's CPU and
+        # the JVM's, which on a shared machine says more than the wall)
+        line = f"{time.monotonic() - started:6.1f} s wall, {time.process_time():5.1f} s python, " \
+               f"{jvm_cpu():5.1f} s JVM: {name}"
+        phases.append(line)
+        print(line, file=sys.stderr, flush=True)
 
     root = Path(request["dir"])
+    full = bool(request.get("full"))  # `make test-long`: the models and the invocation `make test` leaves out
     jars = sorted(glob.glob(os.path.join(request["delta_jars"], "*.jar"))) + [request["iceberg_jar"]]
     customers_path = str(root / "paths" / "customers")
     spark_config = {
@@ -105,8 +133,10 @@ def main() -> None:
         "spark.sql.catalog.lake.type": "hadoop",
         "spark.sql.catalog.lake.warehouse": str(root / "iceberg"),
         "spark.sql.catalog.broken": "org.example.MissingCatalog",  # a catalog whose jar is not on spark.jars
-        # a JVM for one short flow: the client compiler and the serial collector, as tests/spark_iceberg_reader.py
-        "spark.driver.extraJavaOptions": f"-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Dderby.system.home={root}",
+        # a JVM for one short flow: the client compiler (the full JIT took 1.8 times its CPU) and the serial
+        # collector, as tests/spark_iceberg_reader.py; Derby without a sync per commit (a scratch metastore)
+        "spark.driver.extraJavaOptions": f"-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Dderby.system.home={root} "
+                                         f"-Dderby.system.durability=test",
         "spark.sql.shuffle.partitions": "1",
     }
     import pyspark
@@ -132,7 +162,9 @@ def main() -> None:
     spark.sql("insert into raw.payments values (100, 5.0), (101, 7.5)")
     spark.sql("create table lake.raw.orders (order_id int, customer_id int) using iceberg")
     spark.sql("insert into lake.raw.orders values (100, 1), (101, 2)")
-    spark.sql(f"create table delta.`{customers_path}` using delta as select * from raw.customers")
+    if full:
+        spark.sql(f"create table delta.`{customers_path}` (id int, name string, region_id int) using delta")
+        spark.sql(f"insert into delta.`{customers_path}` values (1, 'ada', 10), (2, 'bo', 20), (3, 'cy', 10)")
     # a Hive table of the name a branch relation will have: the branch's wins, with a warning
     spark.sql("create database analytics")
     spark.sql("create table analytics.all_orders (order_id int) using parquet")
@@ -149,8 +181,10 @@ def main() -> None:
     models = project / "models"
     (models / "sources.yml").write_text(SOURCES_YML.replace("{customers_path}", customers_path))
     (models / "all_orders.sql").write_text(ALL_ORDERS)
-    (models / "customer_counts.sql").write_text(CUSTOMER_COUNTS)
-    (models / "path_customers.sql").write_text(PATH_CUSTOMERS)
+    if full:  # names in a model's SQL and a path table: their own models, in `make test-long`
+        (models / "customer_counts.sql").write_text(CUSTOMER_COUNTS)
+        (models / "path_customers.sql").write_text(PATH_CUSTOMERS)
+    (models / "orders_view.sql").write_text(ORDERS_VIEW)
     (models / "schema.yml").write_text(SCHEMA_YML)
     target = {"type": "branchspark", "method": "session", "schema": "analytics", "warehouse": warehouse,
               "threads": 1, "protected_branches": ["main"], "spark_config": spark_config}
@@ -170,6 +204,19 @@ def main() -> None:
     def rows(lakehouse, branch: str, table: str) -> list:
         return sorted([list(r) for r in lakehouse.read(table, branch).collect()], key=json.dumps)
 
+    def view_rows(branch: str) -> list:
+        return sorted([list(r) for r in lakehouse.sql("select * from analytics.orders_view", branch=branch)
+                       .collect()], key=json.dumps)
+
+    def model_sources(node: str) -> dict | None:
+        """What the commit of `node`'s build in the branch's last landed run recorded (the landing's second
+        parent line: the run branch's commits)."""
+        landing = lakehouse.store.get_commit(lakehouse.get_branch("dev").head)
+        for commit in lakehouse.store.first_parents(landing.parents[1]):
+            if commit.message.endswith(f": model.sources41.{node}"):
+                return commit.sources
+        return None
+
     def versions() -> dict:
         return {"delta": spark.sql("DESCRIBE HISTORY raw.customers LIMIT 1").collect()[0]["version"],
                 "iceberg": spark.sql("SELECT snapshot_id FROM lake.raw.orders.refs WHERE name = 'main'")
@@ -187,18 +234,18 @@ def main() -> None:
     seen["main_protected"] = lakehouse.get_branch("main").protected
     seen["first"] = {"dev": rows(lakehouse, "dev", "analytics.all_orders"),
                      "main": rows(lakehouse, "main", "analytics.all_orders"),
-                     "counts": rows(lakehouse, "dev", "analytics.customer_counts"),
-                     "path": rows(lakehouse, "dev", "analytics.path_customers")}
+                     "view": view_rows("dev")}
 
     phase("merged")
     # ingestion moves on: an order in Iceberg, a customer in Delta
     spark.sql("insert into raw.customers values (4, 'di', 20)")
     spark.sql("insert into lake.raw.orders values (102, 4)")
     seen["versions_second"] = versions()
-    seen["rerun"] = dbt("run", "--target", "dev", "--select", "all_orders")  # the model of all three sources
+    # the model of all three sources, and the view
+    seen["rerun"] = dbt("run", "--target", "dev", "--select", "all_orders", "orders_view")
     seen["second_sources"] = lakehouse.store.get_commit(lakehouse.get_branch("dev").head).sources
     seen["second"] = {"dev": rows(lakehouse, "dev", "analytics.all_orders"),
-                      "main": rows(lakehouse, "main", "analytics.all_orders")}
+                      "main": rows(lakehouse, "main", "analytics.all_orders"), "view": view_rows("dev")}
 
     phase("rerun")
     # one query over the metastore, the Iceberg catalog and the branch
@@ -218,28 +265,35 @@ def main() -> None:
     seen["cli_missing"] = command("sql", "--branch", "dev", "-e", "select * from raw.nope")
     seen["cli_class"] = command("sql", "--branch", "dev", "-e", "select * from broken.raw.orders")
     seen["cli_log"] = command("log", "dev", "-v")
-    seen["branch_log"] = dbt("run-operation", "branch_log", "--args", "{limit: 3}", "--target", "dev")
+    if full:
+        seen["first"]["counts"] = rows(lakehouse, "dev", "analytics.customer_counts")
+        seen["first"]["path"] = rows(lakehouse, "dev", "analytics.path_customers")
+        seen["branch_log"] = dbt("run-operation", "branch_log", "--args", "{limit: 3}", "--target", "dev")
 
     phase("cli")
     # the first run again, although ingestion moved on: the versions its commit recorded
-    seen["as_of"] = dbt("run", "--target", "dev", "--select", "all_orders",
+    seen["as_of"] = dbt("run", "--target", "dev", "--select", "all_orders", "orders_view",
                         "--vars", json.dumps({"sources_as_of": first_commit}))
     seen["as_of_rows"] = rows(lakehouse, "dev", "analytics.all_orders")
     seen["as_of_sources"] = lakehouse.store.get_commit(lakehouse.get_branch("dev").head).sources
+    seen["as_of_view"] = view_rows("dev")  # the view's stored SQL reads the pinned snapshot
+    seen["as_of_view_sources"] = model_sources("orders_view")  # the view's own commit, on the run branch
 
     phase("as of")
     # bad input from dbt: nothing written
     for name, sql in BROKEN.items():
         (models / name).write_text(sql)
     dev_head = lakehouse.get_branch("dev").head
-    seen["dbt_missing"] = dbt("run", "--target", "dev", "--select", "missing_source")
-    seen["dbt_class"] = dbt("run", "--target", "dev", "--select", "missing_class")
+    # both in one run: each model fails with its own line
+    seen["dbt_missing"] = seen["dbt_class"] = dbt("run", "--target", "dev", "--select", "missing_source",
+                                                  "missing_class")
     spark.sql("create table lake.raw.events (id int) using iceberg")
     spark.sql("insert into lake.raw.events values (1)")
     seen["dbt_as_of_missing"] = dbt("run", "--target", "dev", "--select", "late_source",
                                     "--vars", json.dumps({"sources_as_of": first_commit}))
     seen["dev_unchanged"] = lakehouse.get_branch("dev").head == dev_head
     phase("errors")
+    seen["phases"] = phases
     json.dump(seen, sys.__stdout__)
 
 

@@ -15,13 +15,9 @@ import subprocess
 
 import pytest
 
+from tests.depth import LONG
 from tests.missing import missing
 from tests.spark_iceberg import PEERS_PYTHON, REPO, iceberg_runtime_jar
-
-# The flow took 805 s on a machine shared with four other test runs (load 10-20), unmeasured alone: `make test-long`
-# runs it until its time in `make test` is measured (the sources' naming and recording are in make test:
-# tests/core/test_source_names.py, tests/core/test_source_record.py)
-pytestmark = pytest.mark.long_only
 
 DELTA_JARS = os.path.join(REPO, ".jars", "peers")
 FLOW = os.path.join(REPO, "tests", "spark41_sources.py")
@@ -45,7 +41,7 @@ def flow(tmp_path_factory):
     if absent:
         missing(f"branchspark on Spark 4.1 is not installed ({', '.join(absent)} missing): run `make spark41`")
     root = tmp_path_factory.mktemp("sources41")
-    request = {"dir": str(root), "delta_jars": DELTA_JARS, "iceberg_jar": iceberg_runtime_jar()}
+    request = {"dir": str(root), "delta_jars": DELTA_JARS, "iceberg_jar": iceberg_runtime_jar(), "full": LONG}
     env = {k: v for k, v in os.environ.items() if k not in ("SPARK_HOME", "PYTHONPATH", "PYSPARK_PYTHON",
                                                              "PYSPARK_DRIVER_PYTHON", "SPARK_REMOTE")}
     env["PYSPARK_PYTHON"] = PEERS_PYTHON
@@ -53,7 +49,9 @@ def flow(tmp_path_factory):
                           timeout=1800, env=env, cwd=str(root))
     if done.returncode != 0:
         raise AssertionError(f"the Spark 4.1 sources flow failed ({done.returncode}): {done.stderr[-4000:]}")
-    return json.loads(done.stdout)
+    seen = json.loads(done.stdout)
+    print("the Spark 4.1 sources flow:", *seen["phases"], sep="\n  ")  # where its time went (shown with -s)
+    return seen
 
 
 def _said(step: dict) -> str:
@@ -72,10 +70,19 @@ def test_dbt_project_over_metastore_and_iceberg_sources_merges_into_protected_ma
     # orders (Iceberg, database: lake) joined to customers (Delta, Hive), payments (Parquet, Hive), a seed
     first = [[100, 1, "ada", "north", 5.0], [101, 2, "bo", "south", 7.5]]
     assert flow["first"]["dev"] == first and flow["first"]["main"] == first
+    assert flow["first"]["view"] == [[100, 1], [101, 2]]  # a view model over the Iceberg source
+
+
+@pytest.mark.long_only
+def test_names_in_model_sql_and_a_path_source_resolve_as_sources_do(flow):
     # names in the model's SQL (raw.customers, lake.raw.orders), not sources, resolve the same way
     assert flow["first"]["counts"] == [[1, 1], [2, 1], [3, 0]]
-    # a path table through meta.external_location
+    # a path table through meta.external_location (created, then written once), recorded at its version
     assert flow["first"]["path"] == [[1, "ada"], [2, "bo"], [3, "cy"]]
+    assert flow["first_sources"][flow["path_key"]] == {"format": "delta", "version": 1}
+    assert flow["run"]["success"], _said(flow["run"])[-3000:]
+    said = _said(flow["branch_log"])  # the record, shown by `dbt run-operation branch_log`
+    assert f"raw.customers (delta version {flow['versions_second']['delta']})" in said, said[-3000:]
 
 
 def test_branch_relation_shadows_metastore_table_and_warns_once(flow):
@@ -90,6 +97,7 @@ def test_next_run_sees_ingested_rows_while_main_keeps_its_merge(flow):
     assert [102, 4, "di", "south", None] in flow["second"]["dev"]
     assert len(flow["second"]["dev"]) == 3
     assert flow["second"]["main"] == flow["first"]["main"]
+    assert flow["second"]["view"] == [[100, 1], [101, 2], [102, 4]]
 
 
 def test_lakehouse_sql_and_cli_read_metastore_iceberg_and_branch_in_one_query(flow):
@@ -121,21 +129,18 @@ def test_catalog_class_not_on_class_path_is_one_line_from_dbt_and_the_command_li
 
 def test_each_run_commit_records_the_versions_it_read(flow):
     first, second = flow["versions_first"], flow["versions_second"]
-    assert flow["first_sources"] == {
+    assert {name: entry for name, entry in flow["first_sources"].items() if name != flow["path_key"]} == {
         "lake.raw.orders": {"format": "iceberg", "version": first["iceberg"]},
         "raw.customers": {"format": "delta", "version": first["delta"]},
         "raw.payments": {"format": "parquet", "version": "unversioned"},
-        flow["path_key"]: {"format": "delta", "version": 0},  # the path table, written once
     }
     assert second["delta"] == first["delta"] + 1 and second["iceberg"] != first["iceberg"]
     assert flow["second_sources"]["raw.customers"] == {"format": "delta", "version": second["delta"]}
     assert flow["second_sources"]["lake.raw.orders"] == {"format": "iceberg", "version": second["iceberg"]}
-    # shown by `branchspark log -v` and `dbt run-operation branch_log`
+    # shown by `branchspark log -v` (and `dbt run-operation branch_log`, in make test-long)
     log = flow["cli_log"]["output"]
     assert f"lake.raw.orders (iceberg snapshot {second['iceberg']})" in log, log
     assert f"raw.customers (delta version {second['delta']})" in log and "raw.payments (parquet, unversioned)" in log
-    said = _said(flow["branch_log"])
-    assert f"raw.customers (delta version {second['delta']})" in said, said[-3000:]
 
 
 def test_sources_as_of_rebuilds_at_the_recorded_versions(flow):
@@ -144,6 +149,9 @@ def test_sources_as_of_rebuilds_at_the_recorded_versions(flow):
     first = flow["versions_first"]
     assert flow["as_of_sources"]["raw.customers"] == {"format": "delta", "version": first["delta"]}
     assert flow["as_of_sources"]["lake.raw.orders"] == {"format": "iceberg", "version": first["iceberg"]}
+    # a view model too: its stored SQL reads the recorded snapshot, and its own commit records it
+    assert flow["as_of_view"] == flow["first"]["view"]
+    assert flow["as_of_view_sources"] == {"lake.raw.orders": {"format": "iceberg", "version": first["iceberg"]}}
 
 
 def test_sources_as_of_a_commit_without_the_source_is_one_line(flow):

@@ -338,3 +338,55 @@ class TestConcurrentRuns(LandingBase):
         (kept,) = self.run_branches(lakehouse, self.branch)
         assert kept in out and kept.startswith(f"dbt/{self.branch}/run-")
         assert self.rows(lakehouse, "keyed", at=kept)[0] == (1, "from_c")
+
+
+SOURCES_YML = """
+version: 2
+sources:
+  - name: files
+    schema: files
+    tables:
+      - name: numbers
+        meta:
+          external_location: "parquet.`{path}`"
+"""
+
+
+class TestLandingsRecordTheSourcesRead(LandingBase):
+    """The versions of Spark's tables a run read (issue 68) are recorded for a view model as for a table model,
+    and under `landing: per_model` on each model's own commit (the run's only record there). A Parquet path
+    table is "unversioned"; the Delta and Iceberg versions and sources_as_of's pins of a view are on Spark 4.1
+    (tests/core/test_sources_spark41.py)."""
+    branch = "landing_src"
+
+    @pytest.fixture(scope="class")
+    def numbers_path(self, spark, tmp_path_factory):
+        path = str(tmp_path_factory.mktemp("numbers") / "numbers")
+        spark.createDataFrame([(1,), (2,), (3,)], "n int").write.parquet(path)
+        return path
+
+    @pytest.fixture(scope="class")
+    def models(self, numbers_path):
+        return {"sources.yml": SOURCES_YML.replace("{path}", numbers_path),
+                "numbers_view.sql": "select n from {{ source('files', 'numbers') }}",
+                "numbers_total.sql": "{{ config(materialized='table') }} "
+                                     "select sum(n) as total from {{ source('files', 'numbers') }}",
+                "constant.sql": "{{ config(materialized='table') }} select 1 as one"}
+
+    def test_a_view_models_run_records_its_sources_and_per_model_commits_record_their_own(
+            self, project, lakehouse, numbers_path):
+        self.schema = project.test_schema
+        read = {f"parquet.`{numbers_path}`": {"format": "parquet", "version": "unversioned"}}
+        before = lakehouse.get_branch(self.branch).head
+        run_dbt(["run", "--select", "numbers_view"])
+        (landing,) = self.first_parents(lakehouse, self.branch, before)
+        assert landing.message.endswith("model.test.numbers_view") and landing.sources == read
+
+        pm = f"{self.branch}_pm"
+        before = lakehouse.create_branch(pm, source="main").head
+        run_dbt(["run", "--target", "per_model"])
+        own = {c.message.rsplit(": ", 1)[1]: c.sources for c in self.first_parents(lakehouse, pm, before)
+               if ": model." in c.message}  # the models' commits (the schema's is the run's first)
+        assert own == {"model.test.numbers_view": read, "model.test.numbers_total": read,
+                       "model.test.constant": None}
+        assert self.rows(lakehouse, "numbers_total", at=pm, order_by="total") == [(6,)]

@@ -27,6 +27,7 @@ from dbt.adapters.branchspark.adapter.run_landing import session_branch
 from dbt.adapters.branchspark.core.spark_errors import storage_error
 from dbt.adapters.branchspark.core.spark_session import spark_session
 from dbt.adapters.branchspark.core.sql.results import RoutedResult
+from dbt.adapters.branchspark.core.sql import sources
 from dbt.adapters.branchspark.core.sql.router import StatementRouter
 from dbt.adapters.branchspark.core.sql_text import split_statements
 from dbt.adapters.branchspark.core.errors import BranchNotFound, BranchsparkError, MergeConflict
@@ -156,11 +157,17 @@ class BranchSparkHandle:
     def begin_model(self, message: str) -> BranchTransaction:
         self.abort_model()
         self.model_transaction = self.branch_session.begin(message)
+        sources.ledger.begin_model()
         return self.model_transaction
 
     def commit_model(self):
         tx, self.model_transaction = self.model_transaction, None
-        return tx.commit() if tx is not None else None
+        if tx is None:
+            return None
+        # the versions of Spark's tables the model read, on its own commit (under `landing: per_model` the run's
+        # only record of them; a run branch's landing records the whole run's too)
+        tx.tx.sources = sources.ledger.model_reads()
+        return tx.commit()
 
     def abort_model(self) -> None:
         tx, self.model_transaction = self.model_transaction, None

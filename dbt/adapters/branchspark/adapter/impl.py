@@ -249,7 +249,7 @@ class BranchSparkAdapter(SparkAdapter):
         router = self._handle().router
 
         def run():
-            view_sql = router.qualify(sql)
+            view_sql = router.pinned(sql)  # its reads of Spark's tables recorded, pinned under sources_as_of
             schema = router.analysed(view_sql).schema  # an invalid query fails here, with Spark's message
             with self._write(f"view {name}") as w:
                 w.tx.create_view(name, view_sql, replace=True, schema=schema)

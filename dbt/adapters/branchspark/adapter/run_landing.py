@@ -21,7 +21,9 @@ hooks), the adapter looks at what dbt reported for every node (its events):
 
 Landing copies no data: the merged catalog points at the segments the run wrote.
 A target with `landing: per_model` keeps the older behaviour: each model build
-commits straight onto B, so partial results stay.
+commits straight onto B, so partial results stay. Either way each model's commit
+records the versions of Spark's tables that model read; the landing commit, the
+whole run's (sources.py).
 """
 
 from __future__ import annotations

@@ -112,10 +112,13 @@ class StatementRouter:
         return qualified
 
     def query(self, sql: str) -> DataFrame:
-        # Spark's tables the query reads: recorded at their versions, pinned under sources_as_of (sources.py)
-        qualified = sources.ledger.pin(self.spark, self.branch_session.lakehouse,
-                                       self.qualify(self.at_versions(sql)))
-        return self.analysed(qualified)
+        return self.analysed(self.pinned(self.at_versions(sql)))
+
+    def pinned(self, sql: str) -> str:
+        """`sql` qualified, and Spark's tables it reads recorded at their versions and pinned under sources_as_of
+        (sources.py): a query's, and a view's SQL, which the view then keeps (a view built under sources_as_of
+        reads the versions it was built at)."""
+        return sources.ledger.pin(self.spark, self.branch_session.lakehouse, self.qualify(sql))
 
     def analysed(self, qualified: str) -> DataFrame:
         """spark.sql of a qualified statement (a query, a view's SQL); a name no catalog has, or a catalog
@@ -182,7 +185,7 @@ class StatementRouter:
         as_at = find_top_level_keyword(rest, "as")
         if as_at < 0:
             raise ValueError(f"cannot read the view definition of {name}: expected `AS <query>`")
-        view_sql = self.qualify(rest[as_at + 2 :].strip())
+        view_sql = self.pinned(rest[as_at + 2 :].strip())
         schema = self.analysed(view_sql).schema  # fails now, with Spark's message, if the query is invalid
         with self.write(f"create view {name}") as w:
             w.tx.create_view(name, view_sql, replace=True, schema=schema)

@@ -189,6 +189,7 @@ class SourceLedger:
     def __init__(self):
         self.lock = threading.RLock()
         self.read: dict[str, dict] = {}
+        self.model = threading.local()  # this thread's model build: the names it read (`model_reads`)
         self.misses: set[str] = set()
         self.as_of: str | None = None
         self.pins: dict[str, dict] | None = None  # resolved on first read
@@ -204,6 +205,19 @@ class SourceLedger:
     def recorded(self) -> dict | None:
         with self.lock:
             return {name: dict(entry) for name, entry in sorted(self.read.items())} or None
+
+    def begin_model(self) -> None:
+        """A model build starts on this thread: what it reads from now on is its own (its commit records it)."""
+        self.model.names = set()
+
+    def model_reads(self) -> dict | None:
+        """The versions of Spark's tables this thread's model build read (None: none, or no build open), as its
+        commit records them: under `landing: per_model` that commit is the run's record."""
+        names, self.model.names = getattr(self.model, "names", None), None
+        if not names:
+            return None
+        with self.lock:
+            return {name: dict(self.read[name]) for name in sorted(names) if name in self.read} or None
 
     def _resolve_pins(self, lakehouse) -> None:
         if self.pins is not None or not self.as_of:
@@ -231,6 +245,8 @@ class SourceLedger:
                         self.misses.add(name)
                         continue
                     self.read[name] = entry
+                if getattr(self.model, "names", None) is not None:
+                    self.model.names.add(name)
                 version = entry.get("version")
                 if entry["format"] in ("delta", "iceberg") and self.pins is not None and version is not None:
                     out.append(sql[at:end] + f" VERSION AS OF {int(version)}")
