@@ -41,7 +41,7 @@ from ..core.catalog.schema import Schema
 from ..core.catalog.state import SegmentInfo, SegmentKind, TableState
 from ..core.catalog.tombstones import TombstoneInfo
 from ..core.storage.layout import SEGMENT_COLUMN, Warehouse, seq_of_segment_name
-from ..core.storage.writer import _NULL_PARTITION
+from ..core.storage.writer import NULL_PARTITION
 from ..core.storage.reader import ROW_FILE, ROW_POS, ROW_SEQ, STORED_IDENTITY_KINDS, TOMB_SEQ, segment_group
 from .deletes import DataFileRef
 
@@ -252,7 +252,7 @@ def _partition_values(full_name: str, table: TableState, current: Schema, leaves
         if unquote(key) != column_name:
             raise errors.InvalidArgument(f"table {full_name}: directory {where} is not partitioned as the table is "
                                          f"({', '.join(table.partition_by)}); write with the table's partition spec")
-        values[column_name] = None if unquote(text) == _NULL_PARTITION else unquote(text)
+        values[column_name] = None if unquote(text) == NULL_PARTITION else unquote(text)
     expected = tuple(_iceberg_value(values[c], current.column(c)) for c in table.partition_by)
     if given != {expected}:
         raise errors.InvalidArgument(

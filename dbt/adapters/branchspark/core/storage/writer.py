@@ -22,7 +22,7 @@ from .difference import NEW, OLD, SIDE, observed_changes
 from .layout import SEGMENT_COLUMN, Warehouse
 from .reader import ROW_FILE, ROW_POS, ROW_SEQ, TOMB_SEQ, quote
 
-_NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 _PARALLEL_WRITES = 4  # Spark jobs writing files at once
 
 
@@ -181,5 +181,5 @@ def _partition_values(suffix: str) -> dict:
         if "=" in part:
             key, value = part.split("=", 1)
             value = unquote(value)
-            values[unquote(key)] = None if value == _NULL_PARTITION else value
+            values[unquote(key)] = None if value == NULL_PARTITION else value
     return values
