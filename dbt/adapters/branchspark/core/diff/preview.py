@@ -26,7 +26,7 @@ from ..context import WriteContext
 
 
 CONFLICT_RULE = "_conflict_rule"  # the rule column of a keyed table's conflicting keys
-RULE = "_bs_rule"  # the merge planner's per-key rule column (merge/data.py)
+RULE = "_bs_rule"  # the merge planner's per-key rule column (merge/keyed_rules.py)
 
 
 @dataclass

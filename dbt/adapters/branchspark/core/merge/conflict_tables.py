@@ -60,7 +60,7 @@ def schema_view_name(dest: str) -> str:
 
 # ------------------------------------------------------- building (plan)
 def relation_from_decided(decided: DataFrame, keys: list[str], values: list[str]) -> DataFrame:
-    """The conflict relation of one table, from the keyed merge's per-key frame (merge/data.py)."""
+    """The conflict relation of one table, from the keyed merge's per-key frame (merge/keyed.py)."""
     b_in, d_in, s_in = (F.col(p).isNotNull() for p in "bds")
     touched = {"d": F.col("d_touched"), "s": F.col("s_touched")}
 

@@ -10,7 +10,7 @@ those links from a side's live update images back to the base gives that side's
 current image of the base row: `modified` (the live image), `removed` (none), or
 untouched (the base row itself).
 
-The paired frame has the keyed merge's per-key shape (merge/data.py), keyed by
+The paired frame has the keyed merge's per-key shape (merge/keyed.py), keyed by
 the base row's identity (`row_segment`, `row_file`, `row_position`): `b`, `d`, `s`
 (base, dest's and src's current rows, each a struct of the columns plus the row's
 identity), `d_touched`, `s_touched`, `_bs_rule`, MERGED and KEEP. So the conflict
@@ -150,7 +150,7 @@ def decide(paired: DataFrame, columns: list[str], contested: dict[str, set[str]]
     Without a driver every row is a conflict of its segment's rule (SPEC 3.3 decides per segment), except a
     row both sides deleted (A2: deleted once) with no update on either side: a row src updated and then
     deleted the image of is src's update against dest's delete (A1), as a merge without on_conflict reports
-    it. A driver makes the table merge its contested rows as keys merge (DataMerger.keyed): a row one side touched takes that side's row; for a row both touched, the
+    it. A driver makes the table merge its contested rows as keys merge (merge/keyed.py): a row one side touched takes that side's row; for a row both touched, the
     driver's columns, and the others cell by cell; it conflicts where the driver says so, or where both
     changed an undriven column differently or one deleted what the other updated (unless the driver returns
     every column). Proposed merged values of a conflict: a column only one side changed takes that side's
@@ -162,30 +162,7 @@ def decide(paired: DataFrame, columns: list[str], contested: dict[str, set[str]]
     both = s_touched & d_touched
     driven, driver_conflict = driver_outputs(driver, columns) if driver is not None else ({}, None)
     all_driven = bool(driven) and set(driven) == set(columns)
-
-    # A row's rule is its segment's; a row dest deleted in a segment that is both is A1.
-    segment = F.col(ROW_SEGMENT)
-    a1, a3 = sorted(contested.get(Rule.A1, ())), sorted(contested.get(Rule.A3, ()))
-    segment_rule = F.when(segment.isin(a3), F.lit(Rule.A3.value)).otherwise(F.lit(Rule.A1.value)) if a3 else F.lit(Rule.A1.value)
-    if a1 and a3:
-        segment_rule = F.when(d_touched & ~d_in & segment.isin(a1), F.lit(Rule.A1.value)).otherwise(segment_rule)
-    settled = F.lit(None).cast("string")
-    if driver is None:
-        deleted_twice = both & ~s_in & ~d_in & ~F.col("s_updated") & ~F.col("d_updated")
-        rule = F.when(deleted_twice, settled).otherwise(segment_rule)
-    else:
-        def clashes(c: str) -> SparkColumn:
-            return ~s[c].eqNullSafe(b[c]) & ~d[c].eqNullSafe(b[c]) & ~s[c].eqNullSafe(d[c])
-
-        cell_clash = reduce(lambda x, y: x | y, [clashes(c) for c in columns if c not in driven], F.lit(False))
-        rule = F.when(~both, settled)
-        if driver_conflict is not None:
-            rule = rule.when(F.coalesce(driver_conflict, F.lit(False)), F.lit(Rule.DRIVER.value))
-        if all_driven:
-            rule = rule.otherwise(settled)
-        else:
-            rule = (rule.when(~s_in & ~d_in, settled).when(s_in != d_in, segment_rule)
-                    .when(cell_clash, segment_rule).otherwise(settled))
+    rule = _row_rule(columns, contested, driver is not None, driven, driver_conflict, all_driven)
     open_conflict = F.col("_bs_rule").isNotNull()
 
     def merged_value(column: str) -> SparkColumn:
@@ -197,7 +174,7 @@ def decide(paired: DataFrame, columns: list[str], contested: dict[str, set[str]]
         return value
 
     # A conflict's proposal: deleted where one side deleted and the other left the row alone, undecided where
-    # one deleted and the other updated it, else kept. A settled row: as keys are (DataMerger.keyed).
+    # one deleted and the other updated it, else kept. A settled row: as keys are (merge/keyed.py).
     proposal = (F.when(s_in & d_in, F.lit(True)).when(s_in | d_in, F.when(both, F.lit(None).cast("boolean"))
                                                          .otherwise(F.lit(False)))
                 .otherwise(F.lit(False)))
@@ -209,6 +186,37 @@ def decide(paired: DataFrame, columns: list[str], contested: dict[str, set[str]]
     return (paired.withColumn("_bs_rule", rule)
             .withColumn(MERGED, F.struct(*[merged_value(c).cast(schema[c]).alias(c) for c in columns]))
             .withColumn(KEEP, F.when(open_conflict, proposal).otherwise(kept)))
+
+
+def _row_rule(columns: list[str], contested: dict[str, set[str]], driven_table: bool, driven: dict, driver_conflict,
+              all_driven: bool) -> SparkColumn:
+    """The rule a contested row breaks (`decide`), or null where it merges."""
+    b, s, d = F.col("b"), F.col("s"), F.col("d")
+    s_in, d_in = s.isNotNull(), d.isNotNull()
+    d_touched = F.col("d_touched")
+    both = F.col("s_touched") & d_touched
+    # A row's rule is its segment's; a row dest deleted in a segment that is both is A1.
+    segment = F.col(ROW_SEGMENT)
+    a1, a3 = sorted(contested.get(Rule.A1, ())), sorted(contested.get(Rule.A3, ()))
+    segment_rule = F.when(segment.isin(a3), F.lit(Rule.A3.value)).otherwise(F.lit(Rule.A1.value)) if a3 else F.lit(Rule.A1.value)
+    if a1 and a3:
+        segment_rule = F.when(d_touched & ~d_in & segment.isin(a1), F.lit(Rule.A1.value)).otherwise(segment_rule)
+    settled = F.lit(None).cast("string")
+    if not driven_table:
+        deleted_twice = both & ~s_in & ~d_in & ~F.col("s_updated") & ~F.col("d_updated")
+        return F.when(deleted_twice, settled).otherwise(segment_rule)
+
+    def clashes(c: str) -> SparkColumn:
+        return ~s[c].eqNullSafe(b[c]) & ~d[c].eqNullSafe(b[c]) & ~s[c].eqNullSafe(d[c])
+
+    cell_clash = reduce(lambda x, y: x | y, [clashes(c) for c in columns if c not in driven], F.lit(False))
+    rule = F.when(~both, settled)
+    if driver_conflict is not None:
+        rule = rule.when(F.coalesce(driver_conflict, F.lit(False)), F.lit(Rule.DRIVER.value))
+    if all_driven:
+        return rule.otherwise(settled)
+    return (rule.when(~s_in & ~d_in, settled).when(s_in != d_in, segment_rule)
+            .when(cell_clash, segment_rule).otherwise(settled))
 
 
 def _same_row(row: SparkColumn, columns: list[str]) -> SparkColumn:

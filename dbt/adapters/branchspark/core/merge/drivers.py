@@ -7,7 +7,7 @@ Column that, where true, makes the key a conflict ("driver"). Columns it does
 not return go through the default rules. It runs in Spark, inside the merge's
 plan, on every merge of the table, before the default rules.
 
-Primary-key tables call it for every key both sides changed (merge/data.py).
+Primary-key tables call it for every key both sides changed (merge/keyed.py).
 Keyless tables call it for every row of a contested segment (A1/A3) that both
 sides changed, paired by base identity (merge/contested.py), with every column
 in the mappings (a side that deleted the row shows nulls): a keyless table

@@ -120,7 +120,7 @@ def database_cell(src_op: str, dest_op: str, base, src, dest) -> tuple[Rule | No
 def table_cell(src_op: str, dest_op: str, base, src, dest, src_changes: ObjectChanges,
                dest_changes: ObjectChanges) -> tuple[Rule | None, str]:
     """(the rule that stands, what it involves) for one pair of table operations; (None, "") when ok. A2, A4
-    and A5 never conflict (the row merge applies them: merge/data.py); A6 is the schema merge's (schema.py)."""
+    and A5 never conflict (the row merge applies them: merge/keyless.py); A6 is the schema merge's (schema.py)."""
     cell = TABLE_MATRIX[src_op][dest_op]
     if cell == Rule.CONFLICT:
         return Rule.CONFLICT, ""
