@@ -89,7 +89,7 @@ def main() -> None:
     scheduler = spark.sparkContext._jsc.sc().dagScheduler()
     phases = PhaseClock(scheduler) if args.phases else None
     if phases:
-        phases.wrap(driver, "_run_on_engine", lambda spark, tx, name, table, op: f"op {op[0]}")
+        phases.wrap(driver, "_run_on_engine", lambda spark, tx, name, table, op, split=0: f"op {op[0]}")
         phases.wrap(driver.Batch, "build", lambda self: "build")
         phases.wrap(driver.Batch, "merge_and_check", lambda self: "merge and checks")
         phases.wrap(driver.Batch, "_check_rows", lambda self, settled: "  check rows")
