@@ -147,6 +147,9 @@ SLOWEST_FIRST = [
     "tests/core/test_concurrency.py",
     "tests/core/test_merge_exactness.py",
     "tests/core/test_merge_interactive_keyless.py",
+    # issue 67's keyless feed across a merge (158 s), and its session JVM of a user's own (92 s) (2026-12-02)
+    "tests/core/test_merge_keyless_on_conflict.py",
+    "tests/core/test_feed_across_merge_sessions.py",
     "tests/core/test_merge_matrix.py[sqlite]",
     "tests/core/test_merge_matrix.py[postgresql]",
     "tests/core/test_merge_rules.py[sqlite]",
