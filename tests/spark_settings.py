@@ -8,6 +8,8 @@ CPU against 267 s, 2026-11-30); `make test-long`'s keeps Spark's defaults, so th
 through Connect with them on. The modules that check plans made with code generation ask Spark's defaults for
 their tests, in-process and through Connect (tests/conftest.py, SPARK_DEFAULT_MODULES).
 """
+from contextlib import contextmanager
+
 
 # Interpreted expressions too (`factoryMode=NO_CODEGEN`): with whole-stage code generation off, each task still
 # compiled its projections and orderings with Janino, a quarter of the task threads' samples in a Java Flight
@@ -32,3 +34,21 @@ ONE_PARTITION = {"spark.sql.shuffle.partitions": "1", "spark.default.parallelism
 # young: 3 full collections, the batch 92 s against 99-103 s (bench/model_batch.py, 2026-11-29, night).
 FAST_TEST_JVM = {"spark.driver.extraJavaOptions": "-XX:+UseSerialGC", "spark.driver.memory": "3g",
                  "spark.buffer.pageSize": "1m"}
+
+
+@contextmanager
+def session_settings(spark, settings: dict):
+    """`settings` on `spark` for a block, then each key's earlier value back. Not `conf.unset`: that falls back to
+    Spark's default, not to the value the test session was built with (200 shuffle partitions where the worker
+    had 1: every later test in that worker ran 200 tasks a shuffle, 4-8 times its time, 2026-12-02)."""
+    earlier = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, str(value))
+    try:
+        yield spark
+    finally:
+        for key, value in earlier.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)

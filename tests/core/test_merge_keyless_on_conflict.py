@@ -14,6 +14,7 @@ from dbt.adapters.branchspark.core.connect import is_connect
 from dbt.adapters.branchspark.core.storage import deletion_vectors
 from tests.core.feed_scenarios import REPRODUCTION, SCENARIOS, feed_problems
 from tests.depth import sized
+from tests.spark_settings import session_settings
 
 KN = "k string, n int"
 
@@ -119,9 +120,7 @@ def test_change_feed_across_a_merge_lists_no_intermediate_update_image(read_path
     the feed across it, plain and net, is the difference of main's two versions. Writes split in two files each,
     as on two cores."""
     lh = read_path_lh
-    lh.spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
-    lh.spark.conf.set(*ONE_FILE_A_SCAN_PARTITION)
-    try:
+    with session_settings(lh.spark, {"spark.sql.shuffle.partitions": partitions, **dict([ONE_FILE_A_SCAN_PARTITION])}):
         for run in range(RUNS):
             if run:
                 lh.drop_branch("dev", force=True)
@@ -129,9 +128,6 @@ def test_change_feed_across_a_merge_lists_no_intermediate_update_image(read_path
                     tx.drop_database("db", cascade=True)
             problems = feed_problems(lh, lh.spark, scenario, split=2)
             assert not problems, f"run {run + 1}: " + "\n".join(problems)
-    finally:
-        lh.spark.conf.unset("spark.sql.shuffle.partitions")
-        lh.spark.conf.unset(ONE_FILE_A_SCAN_PARTITION[0])
 
 
 OTHER_SCENARIOS = [name for name in SCENARIOS if name not in REPRODUCTION]
@@ -146,11 +142,8 @@ OTHER_READS = sized(list(zip(("join", "udf", "session", "udf"), OTHER_SCENARIOS)
                          ids=[f"{path}-{name}" for path, name in OTHER_READS])
 def test_change_feed_across_other_merges_is_the_difference(read_path_lh, scenario):
     """Compaction on the other side, a keyed chain, `on_conflict: ours|theirs` after src rebuilt the table."""
-    read_path_lh.spark.conf.set(*ONE_FILE_A_SCAN_PARTITION)
-    try:
+    with session_settings(read_path_lh.spark, dict([ONE_FILE_A_SCAN_PARTITION])):
         problems = feed_problems(read_path_lh, read_path_lh.spark, scenario, split=2)
-    finally:
-        read_path_lh.spark.conf.unset(ONE_FILE_A_SCAN_PARTITION[0])
     assert not problems, "\n".join(problems)
 
 

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from dbt.adapters.branchspark.core.connect import is_connect
 from dbt.adapters.branchspark.core.storage import deletion_vectors
+from tests.spark_settings import session_settings
 
 READ_PATHS = ("session", "udf", "join")
 _UDF_NAME = "branchspark_deleted_row_as_udf"  # the test session's extension shadows the function's own name
@@ -51,17 +52,15 @@ def varied_session(spark, variant: SessionVariant):
         session = spark.newSession()  # registers the UDF on first read
     elif variant.read == "join":
         os.environ["BRANCHSPARK_DELETION_VECTORS"] = "off"
-    session.conf.set("spark.sql.shuffle.partitions", str(variant.shuffle_partitions))
+    settings = {"spark.sql.shuffle.partitions": variant.shuffle_partitions}
     if variant.file_per_scan_partition:  # a file's open cost counts as a whole partition's bytes
-        session.conf.set(_OPEN_COST, str(128 << 20))
+        settings[_OPEN_COST] = 128 << 20
     try:
-        yield session
+        with session_settings(session, settings):
+            yield session
     finally:
         deletion_vectors.FUNCTION = saved_function
         if saved_env is None:
             os.environ.pop("BRANCHSPARK_DELETION_VECTORS", None)
         else:
             os.environ["BRANCHSPARK_DELETION_VECTORS"] = saved_env
-        if session is spark:
-            session.conf.unset("spark.sql.shuffle.partitions")
-            session.conf.unset(_OPEN_COST)
