@@ -13,6 +13,8 @@ from pyspark.sql import functions as F
 from dbt.adapters.branchspark.core.storage import deletion_vectors
 from sorted_rows import rows
 
+from tests.spark_settings import session_settings
+
 
 # Deletion vectors need a JDK to compile their UDF; without one the reader joins (tested below too).
 needs_jdk = pytest.mark.skipif(shutil.which("javac") is None or shutil.which("jar") is None,
@@ -107,15 +109,14 @@ def test_a_task_that_reads_several_scan_partitions_applies_each_files_own_vector
         assert deletion_vectors.enabled(reader.spark)
     # each file a scan partition of its own (a file's open cost counts as a whole partition's bytes), as where
     # several cores share a segment's files: test sessions otherwise pack a scan's few small files into one
-    reader.spark.conf.set("spark.sql.files.openCostInBytes", str(128 << 20))
     try:
-        table = reader.snapshot("main").read(events, with_row_ids=with_row_ids)
-        if not is_connect(spark):
-            assert table.rdd.getNumPartitions() > 1, "the check needs files in several scan partitions"
-        assert uses_vectors(table)
-        assert [r[0] for r in rows(table.coalesce(1).select("id"))] == expected_ids()
+        with session_settings(reader.spark, {"spark.sql.files.openCostInBytes": 128 << 20}):
+            table = reader.snapshot("main").read(events, with_row_ids=with_row_ids)
+            if not is_connect(spark):
+                assert table.rdd.getNumPartitions() > 1, "the check needs files in several scan partitions"
+            assert uses_vectors(table)
+            assert [r[0] for r in rows(table.coalesce(1).select("id"))] == expected_ids()
     finally:
-        reader.spark.conf.unset("spark.sql.files.openCostInBytes")
         if reader is not lh:
             reader.store.dispose()
 
@@ -259,13 +260,8 @@ def test_sessions_branchspark_builds_test_positions_with_the_compiled_expression
     assert COMPILED in plan and "branchspark.DeletedRow" not in plan
     compiled = rows(table)
     assert sorted(r[0] for r in rows(table.select("id"))) == expected_ids()
-    spark.conf.set("spark.sql.codegen.wholeStage", "false")
-    spark.conf.set("spark.sql.codegen.factoryMode", "NO_CODEGEN")
-    try:
+    with session_settings(spark, {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}):
         assert rows(lh.snapshot("main").read(events, with_row_ids=True)) == compiled
-    finally:
-        spark.conf.unset("spark.sql.codegen.wholeStage")
-        spark.conf.unset("spark.sql.codegen.factoryMode")
     join_only()
     assert rows(lh.snapshot("main").read(events, with_row_ids=True)) == compiled
 
@@ -294,14 +290,11 @@ def test_a_plain_read_leaves_deleted_rows_out_as_it_scans(lh, events, join_only,
 @pytest.fixture
 def long_files(lh, spark):
     """A keyless table whose two files have many small row groups, with dense and sparse deletions."""
-    spark.conf.set("parquet.block.size", "16384")  # row groups of a few hundred rows
-    try:
+    with session_settings(spark, {"parquet.block.size": 16384}):  # row groups of a few hundred rows
         with lh.transaction("main") as tx:
             tx.create_database("long")
             tx.create_table_as("long.t", spark.range(0, 40_000, numPartitions=2).select(
                 F.col("id"), F.concat(F.lit("row-"), F.col("id").cast("string")).alias("label")))
-    finally:
-        spark.conf.unset("parquet.block.size")
     lh.branch("main").delete("long.t", "id % 13 = 0")
     lh.branch("main").delete("long.t", "id in (1, 19999, 20000, 39999)")
     return "long.t"
@@ -326,9 +319,7 @@ SHAPES = {
 @needs_jdk
 @pytest.mark.parametrize("shape", SHAPES)
 def test_live_rows_in_every_read_shape(lh, spark, long_files, shape, live_rows_scan):
-    for key, value in SHAPES[shape].items():
-        spark.conf.set(key, value)
-    try:
+    with session_settings(spark, SHAPES[shape]):
         table = lh.read(long_files)
         plan = plan_text(table)
         assert LIVE_ROWS in plan
@@ -343,9 +334,6 @@ def test_live_rows_in_every_read_shape(lh, spark, long_files, shape, live_rows_s
             assert [r[0] for r in rows(table.select("id"))] == long_ids()
             assert rows(table.where("label = 'row-20001'")) == [(20001, "row-20001")]
             assert table.count() == len(long_ids())
-    finally:
-        for key in SHAPES[shape]:
-            spark.conf.unset(key)
 
 
 @needs_jdk
@@ -431,13 +419,10 @@ def test_live_rows_of_every_flat_type_with_nulls(lh, spark, join_only, live_rows
     # Every fifth row NULL in every column but id (rows move with their NULL flags).
     data = spark.range(0, 3000, numPartitions=2).selectExpr(
         "id", *[f"IF(id % 5 = 1, NULL, {c.rsplit(' AS ', 1)[0]}) AS {c.rsplit(' AS ', 1)[1]}" for c in columns[1:]])
-    spark.conf.set("parquet.enable.dictionary", str(dictionary == "dictionary").lower())
-    try:
+    with session_settings(spark, {"parquet.enable.dictionary": str(dictionary == "dictionary").lower()}):
         with lh.transaction("main") as tx:
             tx.create_database("flat")
             tx.create_table_as("flat.t", data)
-    finally:
-        spark.conf.unset("parquet.enable.dictionary")
     lh.branch("main").delete("flat.t", "id % 3 = 0 or id in (1, 1499, 2999)")
     table = lh.read("flat.t")
     assert LIVE_ROWS in plan_text(table) and "Batched: true" in plan_text(table)
