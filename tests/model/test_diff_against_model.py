@@ -32,6 +32,10 @@ PROFILE = os.environ.get("BRANCHSPARK_DIFF_PROFILE") or (
 EXAMPLES, BATCH_SIZE = {"ci": (1, 12), "wide": (3, 10), "long": (30, 30)}[PROFILE]
 OLD_ROW = "old"  # the engine frame's extra diff type: a modified key's old row
 
+# `make test-long` only (2026-12-03, the suite's time): a second random oracle beside the model test, which
+# `make test` runs; `make test` keeps branch_diff's own cases (tests/core/test_diff.py) and the dbt and UI diffs
+pytestmark = pytest.mark.long_only
+
 
 def model_diff(before: Table, after: Table) -> dict:
     """{"removed"|"added"|"modified"|"old": Counter of rows as sorted (name, value) tuples (modified: with the
