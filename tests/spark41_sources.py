@@ -70,6 +70,13 @@ ORDERS_VIEW = """
 select order_id, customer_id from {{ source('lake_raw', 'orders') }}
 """
 
+# a table model over that view: under sources_as_of the view (built by an earlier run, not rebuilt) reads the
+# pinned snapshot too, and the model's commit records it
+VIEW_READER = """
+{{ config(materialized='table') }}
+select order_id from {{ ref('orders_view') }}
+"""
+
 SCHEMA_YML = """
 version: 2
 models:
@@ -185,6 +192,7 @@ def main() -> None:
         (models / "customer_counts.sql").write_text(CUSTOMER_COUNTS)
         (models / "path_customers.sql").write_text(PATH_CUSTOMERS)
     (models / "orders_view.sql").write_text(ORDERS_VIEW)
+    (models / "view_reader.sql").write_text(VIEW_READER)
     (models / "schema.yml").write_text(SCHEMA_YML)
     target = {"type": "branchspark", "method": "session", "schema": "analytics", "warehouse": warehouse,
               "threads": 1, "protected_branches": ["main"], "spark_config": spark_config}
@@ -234,7 +242,7 @@ def main() -> None:
     seen["main_protected"] = lakehouse.get_branch("main").protected
     seen["first"] = {"dev": rows(lakehouse, "dev", "analytics.all_orders"),
                      "main": rows(lakehouse, "main", "analytics.all_orders"),
-                     "view": view_rows("dev")}
+                     "view": view_rows("dev"), "reader": rows(lakehouse, "dev", "analytics.view_reader")}
 
     phase("merged")
     # ingestion moves on: an order in Iceberg, a customer in Delta
@@ -271,13 +279,19 @@ def main() -> None:
         seen["branch_log"] = dbt("run-operation", "branch_log", "--args", "{limit: 3}", "--target", "dev")
 
     phase("cli")
-    # the first run again, although ingestion moved on: the versions its commit recorded
-    seen["as_of"] = dbt("run", "--target", "dev", "--select", "all_orders", "orders_view",
+    # the first run again, although ingestion moved on: the versions its commit recorded; the view the rerun
+    # built (reading the new snapshot) is not rebuilt, and the model over it reads it at the pinned one
+    seen["as_of"] = dbt("run", "--target", "dev", "--select", "all_orders", "view_reader",
                         "--vars", json.dumps({"sources_as_of": first_commit}))
     seen["as_of_rows"] = rows(lakehouse, "dev", "analytics.all_orders")
     seen["as_of_sources"] = lakehouse.store.get_commit(lakehouse.get_branch("dev").head).sources
-    seen["as_of_view"] = view_rows("dev")  # the view's stored SQL reads the pinned snapshot
-    seen["as_of_view_sources"] = model_sources("orders_view")  # the view's own commit, on the run branch
+    seen["as_of_reader"] = rows(lakehouse, "dev", "analytics.view_reader")
+    seen["as_of_reader_sources"] = model_sources("view_reader")  # the model's own commit, on the run branch
+    if full:  # the view rebuilt under sources_as_of: its stored SQL keeps the pinned snapshot
+        seen["as_of_view_run"] = dbt("run", "--target", "dev", "--select", "orders_view",
+                                     "--vars", json.dumps({"sources_as_of": first_commit}))
+        seen["as_of_view"] = view_rows("dev")
+        seen["as_of_view_sources"] = model_sources("orders_view")  # the view's own commit, on the run branch
 
     phase("as of")
     # bad input from dbt: nothing written

@@ -72,3 +72,40 @@ def test_sources_as_of_a_branch_finds_its_newest_recorded_run_and_names_a_missin
     first = lh.log("main")[-1].id  # the catalog's first commit, before any run
     with pytest.raises(SourceUnavailable, match="no commit in its history recorded source versions"):
         sources.recorded_commit(lh, first)
+
+
+def test_a_view_of_the_branch_records_the_tables_of_sparks_catalogs_it_reads_when_read_later(spark, tmp_path):
+    """A view built by an earlier statement (an earlier dbt run) and read by a later one reads Spark's tables as the
+    reading statement does: recorded on that invocation's record (and its model's commit), and pinned under
+    sources_as_of (tests/core/test_sources_spark41.py, with Iceberg). Before: only the statement that built the view
+    recorded them, so a later run that read the view recorded nothing and read the source unpinned."""
+    spark.sql("create database if not exists raw_record")
+    spark.sql(f"create table if not exists raw_record.payments (order_id int, amount double) using parquet "
+              f"location '{tmp_path / 'payments'}'")
+    spark.sql("insert into raw_record.payments values (100, 5.0)")
+    lh = Lakehouse(spark, str(tmp_path / "warehouse"))
+    try:
+        lh.sql("create schema analytics")
+        lh.sql("create view analytics.paid as select order_id from raw_record.payments")
+        sources.ledger.begin()  # a later invocation: nothing read yet
+        sources.ledger.begin_model()
+        assert [tuple(r) for r in lh.sql("select * from analytics.paid").collect()] == [(100,)]
+        expected = {"raw_record.payments": {"format": "parquet", "version": sources.UNVERSIONED}}
+        assert sources.ledger.recorded() == expected
+        assert sources.ledger.model_reads() == expected
+    finally:
+        sources.ledger.begin()
+        lh.store.dispose()
+        spark.sql("drop table if exists raw_record.payments")
+
+
+def test_a_name_its_sql_already_reads_at_a_version_is_recorded_at_it_and_not_pinned_again():
+    """A view built under sources_as_of keeps `VERSION AS OF n` in its stored SQL: read again under another
+    sources_as_of it reads that version (not a second clause, which Spark would refuse) and records it."""
+    ledger = sources.SourceLedger()
+    ledger.begin()
+    ledger.pins = {}  # as once sources_as_of's commit is resolved
+    ledger.read["raw.customers"] = {"format": "delta", "version": 1}
+    assert ledger.pin(None, None, "select * from raw.customers c") == "select * from raw.customers VERSION AS OF 1 c"
+    pinned = "select * from raw.customers version as of 4 c join raw.customers for timestamp as of '2026-12-01' d"
+    assert ledger.pin(None, None, pinned) == pinned

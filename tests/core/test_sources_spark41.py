@@ -71,6 +71,7 @@ def test_dbt_project_over_metastore_and_iceberg_sources_merges_into_protected_ma
     first = [[100, 1, "ada", "north", 5.0], [101, 2, "bo", "south", 7.5]]
     assert flow["first"]["dev"] == first and flow["first"]["main"] == first
     assert flow["first"]["view"] == [[100, 1], [101, 2]]  # a view model over the Iceberg source
+    assert flow["first"]["reader"] == [[100], [101]]  # and a table model over that view
 
 
 @pytest.mark.long_only
@@ -149,8 +150,18 @@ def test_sources_as_of_rebuilds_at_the_recorded_versions(flow):
     first = flow["versions_first"]
     assert flow["as_of_sources"]["raw.customers"] == {"format": "delta", "version": first["delta"]}
     assert flow["as_of_sources"]["lake.raw.orders"] == {"format": "iceberg", "version": first["iceberg"]}
-    # a view model too: its stored SQL reads the recorded snapshot, and its own commit records it
+    # a model over a view an earlier run built (the rerun, after ingestion): the view reads the recorded snapshot
+    # too, and the model's own commit records it
+    assert flow["as_of_reader"] == flow["first"]["reader"]
+    assert flow["as_of_reader_sources"] == {"lake.raw.orders": {"format": "iceberg", "version": first["iceberg"]}}
+
+
+@pytest.mark.long_only
+def test_a_view_rebuilt_under_sources_as_of_keeps_the_recorded_snapshot(flow):
+    assert flow["as_of_view_run"]["success"], _said(flow["as_of_view_run"])[-3000:]
+    # its stored SQL reads the recorded snapshot, and its own commit records it
     assert flow["as_of_view"] == flow["first"]["view"]
+    first = flow["versions_first"]
     assert flow["as_of_view_sources"] == {"lake.raw.orders": {"format": "iceberg", "version": first["iceberg"]}}
 
 

@@ -107,9 +107,14 @@ class StatementRouter:
         other name is left to Spark's own catalogs (sources.py)."""
         qualified = qualify_branch_relations(sql, self.views.is_branch_relation)
         names = self.views.referenced(qualified)
-        self.views.ensure(names)
+        # a view of the branch reads Spark's tables as the statement does: recorded, and pinned under sources_as_of
+        # (a view an earlier run built, read by this run's model, reads what the pinned commit recorded)
+        self.views.ensure(names, view_sql=self._recorded_view_sql)
         sources.warn_shadowed(self.spark, names)
         return qualified
+
+    def _recorded_view_sql(self, view_sql: str) -> str:
+        return sources.ledger.pin(self.spark, self.branch_session.lakehouse, view_sql)
 
     def query(self, sql: str) -> DataFrame:
         return self.analysed(self.pinned(self.at_versions(sql)))

@@ -120,6 +120,9 @@ def error_line(spark: SparkSession | None, message: str, is_branch_database: Cal
 # -- the versions a run read ------------------------------------------------------------------------------------
 UNVERSIONED = "unversioned"
 _READ_KEYWORDS = ("from", "join")
+# a name already read at a version (a view built under sources_as_of keeps its pins in its SQL): Spark's forms
+_AT_VERSION = re.compile(r"\s+(?:for\s+)?(?:(?P<by_version>system_version|version)|system_time|timestamp)\s+as\s+of"
+                         r"(?:\s+(?P<version>\d+)\b)?", re.IGNORECASE)
 
 
 def read_names(sql: str) -> list[tuple[int, int, str]]:
@@ -238,15 +241,21 @@ class SourceLedger:
                 name = canonical_name(token)
                 if name in self.misses:
                     continue
+                explicit = _AT_VERSION.match(sql, end)
                 entry = self.read.get(name)
                 if entry is None:
-                    entry = self._entry(spark, token, name)
+                    entry = table_version(spark, token) if explicit else self._entry(spark, token, name)
                     if entry is None:
                         self.misses.add(name)
                         continue
+                    if explicit and explicit["by_version"] and explicit["version"] \
+                            and entry["format"] in ("delta", "iceberg"):
+                        entry = {"format": entry["format"], "version": int(explicit["version"])}
                     self.read[name] = entry
                 if getattr(self.model, "names", None) is not None:
                     self.model.names.add(name)
+                if explicit:  # read at the version its SQL names (a view's pins): recorded, left as written
+                    continue
                 version = entry.get("version")
                 if entry["format"] in ("delta", "iceberg") and self.pins is not None and version is not None:
                     out.append(sql[at:end] + f" VERSION AS OF {int(version)}")

@@ -8,7 +8,10 @@ because temp views belong to the session.
 
 Views are registered when a statement first names them (and, for a view, the
 relations its SQL names, transitively), so opening a connection costs one
-catalog lookup however many tables the branch has.
+catalog lookup however many tables the branch has. A statement may pass its view
+SQL through a function first (the router's: the tables of Spark's catalogs the view
+reads are recorded, and pinned under `sources_as_of`, as a model's own SQL is); a
+view whose SQL then differs from what its temp view shows is shown again.
 """
 
 import threading
@@ -28,6 +31,7 @@ class _Relation:
     def __init__(self, kind: str, load: Optional[Callable[[], DataFrame]] = None, sql: Optional[str] = None):
         self.kind, self.load, self.sql = kind, load, sql
         self.shown = False  # its temp view shows this relation
+        self.shown_sql: Optional[str] = None  # a view's: the SQL its temp view was made with
         self.stale_view = False  # its temp view still shows an earlier version (replaced before use)
 
 
@@ -57,8 +61,10 @@ class BranchViews:
                     names.append(name)
         return names
 
-    def ensure(self, names: Iterable[str], _seen: Optional[Set[str]] = None) -> None:
-        """Make sure `names`, and what views among them read, exist as temp views."""
+    def ensure(self, names: Iterable[str], view_sql: Optional[Callable[[str], str]] = None,
+               _seen: Optional[Set[str]] = None) -> None:
+        """Make sure `names`, and what views among them read, exist as temp views; a view's SQL as
+        `view_sql` gives it (the view's stored SQL without one)."""
         seen = _seen if _seen is not None else set()
         with self.lock:
             for name in names:
@@ -68,13 +74,18 @@ class BranchViews:
                 seen.add(name)
                 relation = self.relations[name]
                 if relation.kind == VIEW:
-                    self.ensure(self.referenced(relation.sql), seen)
-                if not relation.shown:
+                    self.ensure(self.referenced(relation.sql), view_sql, seen)
+                    sql = view_sql(relation.sql) if view_sql is not None else relation.sql
+                    if not relation.shown or sql != relation.shown_sql:
+                        self._show(name, relation, sql)
+                elif not relation.shown:
                     self._show(name, relation)
 
-    def _show(self, name: str, relation: _Relation) -> None:
+    def _show(self, name: str, relation: _Relation, sql: Optional[str] = None) -> None:
         if relation.kind == VIEW:
-            self.spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW {quote_identifier(name)} AS {relation.sql}")
+            sql = relation.sql if sql is None else sql
+            self.spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW {quote_identifier(name)} AS {sql}")
+            relation.shown_sql = sql
         else:
             relation.load().createOrReplaceTempView(quote_identifier(name))
         relation.shown = True
