@@ -249,11 +249,12 @@ def main() -> None:
     spark.sql("insert into raw.customers values (4, 'di', 20)")
     spark.sql("insert into lake.raw.orders values (102, 4)")
     seen["versions_second"] = versions()
-    # the model of all three sources, and the view
-    seen["rerun"] = dbt("run", "--target", "dev", "--select", "all_orders", "orders_view")
+    # the model of all three sources, the view and the model over it
+    seen["rerun"] = dbt("run", "--target", "dev", "--select", "all_orders", "orders_view", "view_reader")
     seen["second_sources"] = lakehouse.store.get_commit(lakehouse.get_branch("dev").head).sources
     seen["second"] = {"dev": rows(lakehouse, "dev", "analytics.all_orders"),
-                      "main": rows(lakehouse, "main", "analytics.all_orders"), "view": view_rows("dev")}
+                      "main": rows(lakehouse, "main", "analytics.all_orders"), "view": view_rows("dev"),
+                      "reader": rows(lakehouse, "dev", "analytics.view_reader")}
 
     phase("rerun")
     # one query over the metastore, the Iceberg catalog and the branch
@@ -280,7 +281,8 @@ def main() -> None:
 
     phase("cli")
     # the first run again, although ingestion moved on: the versions its commit recorded; the view the rerun
-    # built (reading the new snapshot) is not rebuilt, and the model over it reads it at the pinned one
+    # built (reading the new snapshot) is not rebuilt, and the model over it reads it at the pinned one (back to
+    # the first run's rows: a change, so the model has a commit of its own)
     seen["as_of"] = dbt("run", "--target", "dev", "--select", "all_orders", "view_reader",
                         "--vars", json.dumps({"sources_as_of": first_commit}))
     seen["as_of_rows"] = rows(lakehouse, "dev", "analytics.all_orders")

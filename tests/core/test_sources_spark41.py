@@ -99,6 +99,7 @@ def test_next_run_sees_ingested_rows_while_main_keeps_its_merge(flow):
     assert len(flow["second"]["dev"]) == 3
     assert flow["second"]["main"] == flow["first"]["main"]
     assert flow["second"]["view"] == [[100, 1], [101, 2], [102, 4]]
+    assert flow["second"]["reader"] == [[100], [101], [102]]
 
 
 def test_lakehouse_sql_and_cli_read_metastore_iceberg_and_branch_in_one_query(flow):
