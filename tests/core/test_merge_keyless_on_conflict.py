@@ -182,8 +182,9 @@ def dv_lh(request, spark, warehouse, catalog_url, monkeypatch):
     lakehouse.store.dispose()
 
 
-def test_merge_of_an_overwrite_against_an_update_reads_tombstones_without_failing(dv_lh, spark):
+def test_merge_of_an_overwrite_against_an_update_reads_tombstones_without_failing(dv_lh):
     lh = dv_lh
+    spark = lh.spark  # the UDF's session: through Spark Connect a new session's frames do not mix with another's
     base_table(lh, spark, [(1, "p", 1), (1, "p", 1)], ABC, "db.t1")
     lh.create_branch("dev", "main")
     lh.branch("dev").overwrite("db.t1", spark.createDataFrame(
@@ -195,8 +196,9 @@ def test_merge_of_an_overwrite_against_an_update_reads_tombstones_without_failin
         [(1, "p!", 1), (1, "p!", 1), (4, "q", 2), (3, "p", 0), (0, "q", 2), (3, "p", 0)])
 
 
-def test_merge_of_an_overwrite_and_a_delete_on_src_alone_reads_tombstones_without_failing(dv_lh, spark):
+def test_merge_of_an_overwrite_and_a_delete_on_src_alone_reads_tombstones_without_failing(dv_lh):
     lh = dv_lh
+    spark = lh.spark  # the UDF's session (see above)
     base_table(lh, spark, [(1, "p", 1), (1, "p", 1), (2, "q", 0)], ABC, "db.t1")
     lh.create_branch("dev", "main")
     dev = lh.branch("dev")
