@@ -66,13 +66,15 @@ def _unreachable(url: str) -> str:
 # Connect pass's merge tests check the same rules through another session. Test id prefixes.
 LONG_ONLY_IN_PROCESS = ("tests/functional/adapter/",
                         "tests/s3/test_dbt_s3.py::test_sample_project_on_s3_builds_tests_and_merges")
-# Through Connect, `make test` runs the keyless feed's reproduction (issue 67) and `make test-long` the rest of its
-# module too: the tombstones applied by the UDF on a cluster's executors, each file a task of its own
+# Through Connect, `make test` runs the keyless feed's reproduction (issue 67) and a count merge in a second
+# session (its checkpoints: core/connect.py), `make test-long` the rest of its module too: the tombstones applied
+# by the UDF on a cluster's executors, each file a task of its own
 _KEYLESS_ON_CONFLICT = "tests/core/test_merge_keyless_on_conflict.py::"
 LONG_ONLY_THROUGH_CONNECT = ("tests/core/test_merge_matrix.py", "tests/core/test_merge_rules.py",
                              *(_KEYLESS_ON_CONFLICT + name for name in (
                                  "test_on_conflict", "test_change_feed_across_other_merges",
-                                 "test_change_feed_across_a_clean_count_merge", "test_merge_of_an_overwrite")))
+                                 "test_change_feed_across_a_clean_count_merge",
+                                 "test_merge_of_an_overwrite_and_a_delete")))
 
 
 def _long_only(item, through_connect: bool) -> bool:

@@ -79,6 +79,7 @@ started=$SECONDS
 # The sample project's dbt flow on S3 runs here, on the cluster (tests/conftest.py leaves it out of pass 1).
 "$PY" -m pytest --connect tests/functional/adapter tests/core/test_merge_base.py tests/core/test_merge_matrix.py \
   tests/core/test_merge_rules.py tests/core/test_deletion_vectors.py tests/core/test_merge_keyless_on_conflict.py \
+  tests/core/test_connect_sessions.py \
   "$ON_THE_CLUSTER" "$DAMAGED_FILE" \
   -k "not postgresql and not s3_warehouse" \
   -n 2 --dist loadscope --no-loadscope-reorder -p no:cacheprovider -q --durations=10 "${only[@]}" "$@"

@@ -11,6 +11,7 @@ from typing import Dict, List, Optional, Sequence
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from dbt.adapters.branchspark.core.connect import local_checkpoint
 from dbt.adapters.branchspark.core.frames import conform_by_name, quote_column
 
 MATCHED = "__branchspark_matched"
@@ -176,7 +177,7 @@ def apply_snapshot(w, name: str, staging: DataFrame, columns: Dict[str, str], va
     """
     current = w.tx.read(name)
     scd_id, valid_to = columns["dbt_scd_id"], columns["dbt_valid_to"]
-    staging = staging.localCheckpoint(eager=True)
+    staging = local_checkpoint(staging)
     change_type = F.col("s.dbt_change_type")
 
     is_current = F.col(f"t.{quote_column(valid_to)}").isNull()

@@ -25,6 +25,7 @@ from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from ..connect import local_checkpoint
 from ..storage.layout import SEGMENT_COLUMN
 from ..storage.reader import PREV_FILE, PREV_POS, ROW_FILE, ROW_ID_COLUMNS, ROW_POS, TOMB_SEQ, quote
 from .conflict_tables import KEEP, MERGED
@@ -83,15 +84,15 @@ def update_lineage(replaced: DataFrame, roots: DataFrame, max_depth: int) -> Dat
 
     `replaced`: (image identity, PREV_FILE, PREV_POS) of a side's update images; `roots`: identities.
     Each round follows one more update of an update; it stops at the first round that finds none."""
-    replaced = replaced.localCheckpoint()  # change-sized, read by every round
-    level = replaced.join(roots.select(F.col(ROW_FILE).alias(PREV_FILE), F.col(ROW_POS).alias(PREV_POS)),
-                          [PREV_FILE, PREV_POS], "inner").select(
-        *IDENTITY, F.col(PREV_FILE).alias(_ROOT_FILE), F.col(PREV_POS).alias(_ROOT_POS)).localCheckpoint()
+    replaced = local_checkpoint(replaced)  # change-sized, read by every round
+    level = local_checkpoint(replaced.join(roots.select(F.col(ROW_FILE).alias(PREV_FILE), F.col(ROW_POS).alias(PREV_POS)),
+                                           [PREV_FILE, PREV_POS], "inner").select(
+        *IDENTITY, F.col(PREV_FILE).alias(_ROOT_FILE), F.col(PREV_POS).alias(_ROOT_POS)))
     found = level
     for _ in range(max_depth - 1):
-        level = replaced.join(level.select(F.col(ROW_FILE).alias(PREV_FILE), F.col(ROW_POS).alias(PREV_POS),
-                                           _ROOT_FILE, _ROOT_POS), [PREV_FILE, PREV_POS], "inner") \
-            .select(*IDENTITY, _ROOT_FILE, _ROOT_POS).localCheckpoint()
+        level = local_checkpoint(replaced.join(level.select(F.col(ROW_FILE).alias(PREV_FILE), F.col(ROW_POS).alias(PREV_POS),
+                                                            _ROOT_FILE, _ROOT_POS), [PREV_FILE, PREV_POS], "inner")
+                                 .select(*IDENTITY, _ROOT_FILE, _ROOT_POS))
         if level.isEmpty():
             break
         found = found.unionByName(level)

@@ -13,6 +13,7 @@ from functools import partial, reduce
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
+from ..connect import local_checkpoint
 from ..storage.difference import comparable_columns
 from ..storage.reader import ROW_FILE
 from .reads import IDENTITY, TableReads, origin
@@ -39,7 +40,7 @@ def count_merge(reads: TableReads, src_added: set[str], doomed: DataFrame | None
     values = comparable_columns(events.schema, columns)
     if values is None:
         return doomed, revived, nothing  # values that cannot be compared: the identity merge stands
-    decided = _decide_counts(events, values).localCheckpoint()
+    decided = local_checkpoint(_decide_counts(events, values))
     more = decided.filter(~F.col("_bs_tag").isin("sd", "sd_dead") & ~F.col("_bs_written")) \
         .select(*inputs.tombstone_columns)
     shortfall = decided.filter(F.col("_bs_tag") == "sd_dead")
@@ -173,7 +174,7 @@ def _without_churn(doomed: DataFrame, src_new: DataFrame, columns: list[str], sr
     # Materialized (change-sized) first, so the join below plans over src's few new rows alone. (What kept
     # Spark from inferring the segment scan's deleted-row filter onto tombstone scans is the expression
     # declaring itself nondeterministic: storage/jvm/DeletedRowExpression.java.)
-    kept = src_new.localCheckpoint().join(doomed.select(*IDENTITY), IDENTITY, "left_anti")
+    kept = local_checkpoint(src_new).join(doomed.select(*IDENTITY), IDENTITY, "left_anti")
     from_src = F.substring_index(F.col(ROW_FILE), "/", 1).isin(sorted(src_groups)) if src_groups else F.lit(False)
     rows = (doomed.withColumn("_bs_tag", F.when(from_src, "src").otherwise("dest"))
             .unionByName(kept.withColumn("_bs_tag", F.lit("add"))))

@@ -18,6 +18,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 
 from .. import errors
+from ..connect import local_checkpoint
 from ..context import WriteContext
 from . import paused as P
 from .conflict_tables import (SCHEMA_COLUMNS, SCHEMA_TABLE, assignments, relation_from_decided,
@@ -257,7 +258,7 @@ def _update_relation(lakehouse, paused: P.PausedMerge, name: str, where: str | N
         raise errors.InvalidArgument(f"table '{name}' has no row-level conflict relation: settle it with take "
                                      f"ours or theirs")
     frame = read_relation(lakehouse, paused, name)
-    _store_relation(lakehouse, paused, name, assignments(frame, where, updates).localCheckpoint())
+    _store_relation(lakehouse, paused, name, local_checkpoint(assignments(frame, where, updates)))
 
 
 def _update_schema(lakehouse, paused: P.PausedMerge, where: str | None, updates: dict) -> None:

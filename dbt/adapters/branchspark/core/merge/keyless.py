@@ -13,6 +13,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from ..catalog.state import SegmentKind
+from ..connect import local_checkpoint
 from ..storage.difference import comparable_columns
 from ..storage.layout import SEGMENT_COLUMN
 from ..storage.reader import PREV_FILE, PREV_POS, ROW_FILE, ROW_POS, STORED_IDENTITY_KINDS, quote
@@ -194,7 +195,7 @@ def _decided_rows(reads: TableReads, contested: dict[str, set[str]], prefer: str
     deleted = {side: reads.deleted_rows(state, changes) for side, (state, changes) in sides.items()}
     base = contested_rows.base_rows({k: v for k, v in deleted.items() if v is not None}, columns, contested,
                                     reads.dead_at_base(set().union(*contested.values())))
-    base = base.localCheckpoint()  # change-sized, read by each step below
+    base = local_checkpoint(base)  # change-sized, read by each step below
     images = {side: _current_images(reads, state, changes, base, columns, side)
               for side, (state, changes) in sides.items()}
     removed = {side: reads.groups(changes.segments_removed) for side, (_, changes) in sides.items()}
@@ -241,8 +242,8 @@ def _pair_off(doomed: DataFrame | None, revived: DataFrame, columns: list[str], 
     per_row = Window.partitionBy(*values)
     pairs = F.least(F.sum((tag == "dest").cast("long")).over(per_row),
                     F.sum((tag == "revived").cast("long")).over(per_row))
-    rows = rows.withColumn("_bs_paired", F.row_number().over(Window.partitionBy(*values, "_bs_tag")
-                                                             .orderBy(*IDENTITY)) <= pairs).localCheckpoint()
+    rows = local_checkpoint(rows.withColumn("_bs_paired", F.row_number().over(Window.partitionBy(*values, "_bs_tag")
+                                                                              .orderBy(*IDENTITY)) <= pairs))
     kept = rows.filter(~F.col("_bs_paired") | (tag == "src"))
     return (kept.filter(tag != "revived").drop("_bs_tag", "_bs_paired"),
             kept.filter(tag == "revived").drop("_bs_tag", "_bs_paired"))
