@@ -3,6 +3,7 @@ functions, and Spark SQL on a branch, on a real catalog file, real Parquet and a
 import pytest
 
 from dbt.adapters.branchspark.core import errors
+from dbt.adapters.branchspark.core.changes import table_changes
 from dbt.adapters.branchspark.core.diff import THREE_DOT
 from dbt.adapters.branchspark.core.sql.statements import SqlSyntaxError
 from dbt.adapters.branchspark.ui import compare
@@ -62,6 +63,33 @@ def test_a_merges_dry_run_counts_the_rows_each_table_would_gain_and_lose(lh, ord
     for name, row in rows.items():
         t = shown[name]
         assert (row["rows_added"], row["rows_deleted"]) == (t.added + t.modified, t.removed + t.modified)
+    # the merge itself reports what its commit changed on main: here what feat changed, as main's change feed
+    # across the merge lists it (main's own insert is no change of the merge's)
+    merged = {r["object"]: r for r in lh.sql("MERGE BRANCH feat TO main").collect()}
+    merge_commit = lh.get_branch("main").head
+    for name, row in merged.items():
+        feed = table_changes(lh, name, head, merge_commit, net=True)
+        types = [r["_change_type"] for r in feed.select("_change_type").collect()]
+        assert (row["status"], row["rows_added"], row["rows_deleted"]) == (
+            "merged", types.count("insert"), types.count("delete")) == (
+            "merged", rows[name]["rows_added"], rows[name]["rows_deleted"]), name
+    assert "2 modified" in merged["shop.customers"]["detail"]
+
+
+def test_a_merges_report_counts_what_its_commit_changed_on_dest(lh, orders):
+    """Both sides changed one keyless table: the merge reports main's gain and loss (feat's inserts; its delete
+    main had made too), not feat's own change (2 added, 1 deleted)."""
+    lh.sql("CREATE BRANCH feat")
+    lh.sql("INSERT INTO shop.orders VALUES (6, 60.0), (7, 70.0); DELETE FROM shop.orders WHERE id = 1",
+           branch="feat")
+    lh.sql("DELETE FROM shop.orders WHERE id IN (1, 2)", branch="main")  # feat's delete too (A2: taken once)
+    before = lh.get_branch("main").head
+    row = lh.sql("MERGE BRANCH feat TO main").first()
+    types = [r["_change_type"] for r in table_changes(lh, "shop.orders", before, lh.get_branch("main").head)
+             .select("_change_type").collect()]
+    assert (row["object"], row["rows_added"], row["rows_deleted"]) == ("shop.orders", 2, 0) == (
+        "shop.orders", types.count("insert"), types.count("delete"))
+    assert _ids(lh.read("shop.orders", at="main")) == [3, 4, 5, 6, 7]
 
 
 def test_a_conflicting_merge_stops_with_its_report_and_changes_nothing(lh, orders):

@@ -42,7 +42,7 @@ def run_merge(lakehouse, src: str, dest: str, strategy: str, on_conflict, dry_ru
     try:
         result = lakehouse.merge(src, dest, strategy=strategy, on_conflict=on_conflict, dry_run=bool(dry_run),
                                  message=message, author=author, drivers=project_drivers(drivers),
-                                 continue_=bool(continue_), views=views)
+                                 continue_=bool(continue_), views=views, count_rows=True)
     except MergeConflict as conflict:
         raise DbtRuntimeError(f"{report_text(conflict.report)}\n{conflict}") from None
     text = report_text(result)

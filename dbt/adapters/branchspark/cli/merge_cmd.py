@@ -56,7 +56,7 @@ def merge(obj, src, dest, strategy, on_conflict, continue_, dry_run, message, au
         raise click.UsageError("give SRC, or --continue to finish a paused merge")
     try:
         result = obj.lakehouse.merge(src, dest, strategy=strategy, on_conflict=on_conflict, dry_run=dry_run,
-                                     message=message, author=author, continue_=continue_)
+                                     message=message, author=author, continue_=continue_, count_rows=True)
     except errors.MergeConflict as conflict:
         print_result(conflict.report)
         click.echo(f"error: {conflict}")

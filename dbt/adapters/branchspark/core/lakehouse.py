@@ -29,7 +29,7 @@ from .catalog.namespace import Namespace, check_branch_name
 from .catalog.state import BranchInfo, DatabaseInfo, TableInfo, TableState
 from .catalog.store import CATALOG_URL_ENV, MAIN, default_catalog_url, utcnow
 from .commit_replay import is_hidden_branch, land_on_moved_head
-from .diff.counts import count_dry_run
+from .diff.counts import count_dry_run, count_merged
 from .merge import interactive
 from .merge.strategies import merge_branch
 from .operations import ObjectKind, Op
@@ -331,14 +331,18 @@ class Lakehouse:
 
     def merge(self, src: str | None, into: str = MAIN, *, strategy: str = "merge", on_conflict="abort",
               dry_run: bool = False, message: str | None = None, author: str | None = None, drivers=None,
-              continue_: bool = False, views=()):
+              continue_: bool = False, views=(), count_rows: bool = False):
         """MERGE BRANCH src TO into (SPEC 3): one merge commit on `into`; see merge/strategies.py.
         Paused merges, drivers and rebase: docs/interactive-merge.md. Only databases and tables merge,
         unless `views` names views of src to carry in the same commit (merge/views.py; dbt does). A dry run
-        counts the rows each table would gain and lose, as the web view's compare counts them (diff/counts.py)."""
+        counts the rows each table would gain and lose, as the web view's compare counts them (diff/counts.py);
+        `count_rows` counts what a merge commit changed on `into` (after it landed: a Spark job over the
+        changed rows where the catalog cannot say), as the reports of SQL, the command line and dbt show."""
         result = merge_branch(self, src, into, strategy=strategy, on_conflict=on_conflict, dry_run=dry_run,
                               message=message, author=author, drivers=drivers, continue_=continue_, views=views)
-        return count_dry_run(self, result) if dry_run else result
+        if dry_run:
+            return count_dry_run(self, result)
+        return count_merged(self, result) if count_rows else result
 
     def merge_status(self, dest: str = MAIN) -> dict:
         return interactive.status(self, dest)

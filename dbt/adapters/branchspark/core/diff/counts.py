@@ -13,7 +13,7 @@ from pyspark.sql import functions as F
 from ..context import WriteContext
 from ..merge.report import MergeResult
 from .counted import table_diff_counts
-from .plan import THREE_DOT, TableDiff, branch_diff
+from .plan import THREE_DOT, TWO_DOT, TableDiff, branch_diff
 from .rows import ADDED, DIFF_TYPE, DIFF_TYPES, MODIFIED, REMOVED
 
 FROM_FILES, FROM_SPARK = "catalog", "spark"  # where a table's counts came from
@@ -45,15 +45,29 @@ def count_dry_run(lakehouse: WriteContext, result: MergeResult) -> MergeResult:
     """A dry run's rows added and deleted per table: what src changed since the merge base, counted as the
     compare page `dest...src` counts it. A modified row (keyed tables) is one deleted and one added, as in
     `branch_changes`; its count is in the outcome's note."""
-    tables = [o for o in result.outcomes if o.object_kind == "table"]
-    if result.status != "dry-run" or not tables:
+    if result.status != "dry-run":
         return result
-    diff = branch_diff(lakehouse, result.dest, result.src, tables=[o.object_name for o in tables],
-                       mode=THREE_DOT, preview=False)
+    return _count_outcomes(lakehouse, result, result.dest, result.src, THREE_DOT)
+
+
+def count_merged(lakehouse: WriteContext, result: MergeResult) -> MergeResult:
+    """A merge's rows added and deleted per table: what its commit changed on dest (the commit against its
+    first parent, dest's head it landed on), as `branch_changes` across the merge lists them."""
+    if result.status != "merged" or not result.commit_id:
+        return result
+    commit = lakehouse.store.get_commit(result.commit_id)
+    return _count_outcomes(lakehouse, result, commit.parents[0], commit.id, TWO_DOT)
+
+
+def _count_outcomes(lakehouse: WriteContext, result: MergeResult, from_: str, to: str, mode: str) -> MergeResult:
+    tables = [o for o in result.outcomes if o.object_kind == "table"]
+    if not tables:
+        return result
+    diff = branch_diff(lakehouse, from_, to, tables=[o.object_name for o in tables], mode=mode, preview=False)
     counted = table_counts(lakehouse, diff.tables)
     for outcome in tables:
         if outcome.object_name not in counted:
-            continue
+            continue  # no row changed (a table whose only change was its schema, or settled as dest had it)
         n, _ = counted[outcome.object_name]
         outcome.rows_added, outcome.rows_deleted = n[ADDED] + n[MODIFIED], n[REMOVED] + n[MODIFIED]
         if n[MODIFIED]:

@@ -65,13 +65,15 @@ class BranchStatements:
         result = self.lakehouse.merge(st.src, dest, strategy=options.get("strategy", "merge"),
                                       on_conflict=options.get("on_conflict", "abort"),
                                       dry_run=bool(options.get("dry_run", False)), message=options.get("message"),
-                                      author=self.session.author, **self.merge_settings(dest))
+                                      author=self.session.author, count_rows=True,
+                                      **self.merge_settings(dest))
         return self._merged(result, dest)
 
     def _ContinueMerge(self, st: ContinueMerge) -> RoutedResult:
         dest = st.dest or self.home()
         settings = {k: v for k, v in self.merge_settings(dest).items() if k == "drivers"}  # views came at the start
-        return self._merged(self.lakehouse.merge(None, dest, continue_=True, author=self.session.author, **settings),
+        return self._merged(self.lakehouse.merge(None, dest, continue_=True, author=self.session.author,
+                                                 count_rows=True, **settings),
                             dest)
 
     def _merged(self, result: MergeResult, dest: str) -> RoutedResult:
