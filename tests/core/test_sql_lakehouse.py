@@ -4,6 +4,7 @@ import pytest
 
 from dbt.adapters.branchspark.core import errors
 from dbt.adapters.branchspark.core.changes import table_changes
+from dbt.adapters.branchspark.core.diff import counts
 from dbt.adapters.branchspark.core.diff import THREE_DOT
 from dbt.adapters.branchspark.core.sql.statements import SqlSyntaxError
 from dbt.adapters.branchspark.ui import compare
@@ -91,6 +92,21 @@ def test_a_merges_report_counts_what_its_commit_changed_on_dest(lh, orders):
         "shop.orders", types.count("insert"), types.count("delete"))
     assert _ids(lh.read("shop.orders", at="main")) == [3, 4, 5, 6, 7]
 
+
+
+def test_a_merge_whose_count_fails_still_reports_that_it_merged(lh, orders, monkeypatch):
+    """The count runs after the merge commit landed: its failure is a note on the report, not a failed merge."""
+    def unreadable(*args, **kwargs):
+        raise RuntimeError("[PATH_NOT_FOUND] Path does not exist: file:/lost\nstack")
+
+    monkeypatch.setattr(counts, "branch_diff", unreadable)
+    lh.sql("CREATE BRANCH feat")
+    lh.sql("INSERT INTO shop.orders VALUES (6, 60.0)", branch="feat")
+    lh.sql("INSERT INTO shop.orders VALUES (7, 70.0)", branch="main")
+    row = lh.sql("MERGE BRANCH feat TO main").first()
+    assert (row["status"], row["rows_added"], row["rows_deleted"]) == ("merged", None, None)
+    assert row["detail"].endswith("rows not counted: [PATH_NOT_FOUND] Path does not exist: file:/lost")
+    assert _ids(lh.read("shop.orders", at="main")) == [1, 2, 3, 4, 5, 6, 7]
 
 def test_a_conflicting_merge_stops_with_its_report_and_changes_nothing(lh, orders):
     lh.sql("CREATE BRANCH dev; CREATE BRANCH other")

@@ -69,6 +69,10 @@ def test_sample_project_built_on_dev_merges_into_protected_main(sample, spark, t
     assert on_main == on_dev  # every table, row by row
     fct = on_main["shop.fct_orders"]
     assert len(fct) == len({row[0] for row in fct}) and not any(row[0] == 1008 for row in fct)
+    # the report counts the rows the merge added to main per table (issue 71: a merge left them blank)
+    reported = next(line for line in printed.splitlines() if "| shop.fct_orders " in line)
+    object_, kind, action, added, deleted = [c.strip() for c in reported.strip().strip("|").split("|")][:5]
+    assert (object_, kind, action, added, deleted) == ("shop.fct_orders", "table", "added", str(len(fct)), "0")
 
     # Later work on dev (two late orders merged into fct_orders on its key) merges as a second merge.
     assert dbt(sample, "run-operation", "add_late_orders", "--target", "dev").success

@@ -12,6 +12,7 @@ from pyspark.sql import functions as F
 
 from ..context import WriteContext
 from ..merge.report import MergeResult
+from ..spark_errors import first_line
 from .counted import table_diff_counts
 from .plan import THREE_DOT, TWO_DOT, TableDiff, branch_diff
 from .rows import ADDED, DIFF_TYPE, DIFF_TYPES, MODIFIED, REMOVED
@@ -56,7 +57,13 @@ def count_merged(lakehouse: WriteContext, result: MergeResult) -> MergeResult:
     if result.status != "merged" or not result.commit_id:
         return result
     commit = lakehouse.store.get_commit(result.commit_id)
-    return _count_outcomes(lakehouse, result, commit.parents[0], commit.id, TWO_DOT)
+    try:
+        return _count_outcomes(lakehouse, result, commit.parents[0], commit.id, TWO_DOT)
+    except Exception as failed:  # the merge has landed: a count that fails must not report it as failed
+        for outcome in result.outcomes:
+            if outcome.object_kind == "table":
+                outcome.note = ", ".join(filter(None, [outcome.note, f"rows not counted: {first_line(failed)}"]))
+        return result
 
 
 def _count_outcomes(lakehouse: WriteContext, result: MergeResult, from_: str, to: str, mode: str) -> MergeResult:
