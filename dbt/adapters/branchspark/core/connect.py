@@ -11,11 +11,11 @@ def is_connect(session) -> bool:
 def local_checkpoint(frame, eager: bool = True):
     """`frame.localCheckpoint()`, in `frame`'s own session on Spark Connect too.
 
-    Through Connect, pyspark (4.0-4.3: `proto_to_remote_cached_dataframe`) binds the checkpointed frame to
-    `SparkSession.active()`, not to the session that made it: in any other session (`spark.newSession()`, a
-    second client) the next query sends the checkpoint's id to the wrong server session and fails with
-    DATAFRAME_NOT_FOUND. The checkpoint is bound back to its own session here; the frame pyspark returned
-    gives up its id, so that collecting it releases nothing (it would ask the wrong session anyway)."""
+    Through Connect, pyspark (4.1.4 and 4.3.0: `conversion.proto_to_remote_cached_dataframe`) binds the
+    checkpointed frame to `SparkSession.active()`, not to the session that made it: in any other session
+    (`spark.newSession()`, a second client) the next query sends the checkpoint's id to the wrong server
+    session and fails with DATAFRAME_NOT_FOUND. The checkpoint is bound back to its own session here; the frame
+    pyspark returned gives up its id, so that collecting it releases nothing (it would ask the wrong session anyway)."""
     checkpointed = frame.localCheckpoint(eager=eager)
     session = frame.sparkSession
     if not is_connect(session) or checkpointed.sparkSession is session:
