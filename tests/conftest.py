@@ -74,7 +74,10 @@ LONG_ONLY_THROUGH_CONNECT = ("tests/core/test_merge_matrix.py", "tests/core/test
                              *(_KEYLESS_ON_CONFLICT + name for name in (
                                  "test_on_conflict", "test_change_feed_across_other_merges",
                                  "test_change_feed_across_a_clean_count_merge",
-                                 "test_merge_of_an_overwrite_and_a_delete")))
+                                 "test_merge_of_an_overwrite_and_a_delete",
+                                 # the second session's case (the UDF's) stays in `make test`
+                                 "test_merge_of_an_overwrite_against_an_update_reads_tombstones_without_failing"
+                                 "[expression")))
 
 
 def _long_only(item, through_connect: bool) -> bool:
