@@ -43,6 +43,10 @@ CORE_FUNCTION_IMPORTS = {
     (f"{PACKAGE}.core.catalog.store", "alembic"): "only creating or upgrading a catalog migrates its schema; "
                                                   "importing alembic costs every dbt invocation about 0.1 s",
     (f"{PACKAGE}.core.catalog.store", "alembic.config"): "the same",
+    (f"{PACKAGE}.core.connect", "pyspark.sql.connect.dataframe"):
+        "only a Spark Connect session reaches it, and pyspark's Connect client needs grpc and pandas, which a "
+        "classic session's pyspark (no `connect` extra) lacks",
+    (f"{PACKAGE}.core.connect", "pyspark.sql.connect.plan"): "the same",
 }
 DBT = ("dbt", "dbt_common", "agate")  # dbt-core, dbt-spark, dbt-adapters and what they bring
 
