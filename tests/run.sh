@@ -42,12 +42,9 @@ export AWS_ACCESS_KEY_ID=${AWS_ACCESS_KEY_ID:-testing} AWS_SECRET_ACCESS_KEY=${A
 # as on a real cluster: task and broadcast data serialized between JVMs, jars shipped by Spark (issue 51).
 cluster_started=
 stop_cluster() { wait "$cluster_started" 2>/dev/null || true; tests/spark_cluster.sh stop; }
-mkdir -p .spark-cluster
-rm -f .spark-cluster/started.rc
 if [ -z "${BRANCHSPARK_TEST_CONNECT_URL:-}" ]; then
-  # started.rc: its exit status, for a Connect pass that waits for it in a shell of its own (below)
-  { rc=0; BRANCHSPARK_CONNECT_MEMORY=3g tests/spark_cluster.sh start >.spark-cluster/start.log 2>&1 || rc=$?
-    echo $rc >.spark-cluster/started.rc; exit $rc; } &
+  mkdir -p .spark-cluster
+  BRANCHSPARK_CONNECT_MEMORY=3g tests/spark_cluster.sh start >.spark-cluster/start.log 2>&1 &
   cluster_started=$!
   stop+=(stop_cluster)
   BRANCHSPARK_TEST_CONNECT_URL=sc://127.0.0.1:${BRANCHSPARK_CONNECT_PORT:-15002}
@@ -67,56 +64,26 @@ ON_THE_CLUSTER=tests/s3/test_dbt_s3.py::test_sample_project_on_s3_builds_tests_a
 # a data file missing or damaged under a table: one line through Connect too (issue 51)
 DAMAGED_FILE=tests/core/test_one_line_errors.py::test_missing_or_damaged_segment_file_is_one_line
 [ "$BRANCHSPARK_TEST_DEPTH" = long ] && only=(--deep-only --deselect "$OWN_PROCESS")
-# Pass 2, through Spark Connect: once the cluster is up (or at once, given a server's URL). The sample project's
-# dbt flow on S3 runs here, on the cluster (tests/conftest.py leaves it out of pass 1).
-connect_pass() {
-  if [ -n "$cluster_started" ]; then
-    while [ ! -e .spark-cluster/started.rc ]; do sleep 1; done
-    if [ "$(cat .spark-cluster/started.rc)" != 0 ]; then
-      echo "the test cluster did not start:" >&2; cat .spark-cluster/start.log >&2; return 1
-    fi
-  fi
-  local started=$SECONDS rc=0
-  "$PY" -m pytest --connect tests/functional/adapter tests/core/test_merge_base.py tests/core/test_merge_matrix.py \
-    tests/core/test_merge_rules.py tests/core/test_deletion_vectors.py tests/core/test_merge_keyless_on_conflict.py \
-    tests/core/test_connect_sessions.py \
-    "$ON_THE_CLUSTER" "$DAMAGED_FILE" \
-    -k "not postgresql and not s3_warehouse" \
-    -n 2 --dist loadscope --no-loadscope-reorder -p no:cacheprovider -q --durations=10 "${only[@]}" "$@" || rc=$?
-  echo "Spark Connect pass: $((SECONDS - started)) s"
-  return $rc
-}
-# In `make test` the two passes run side by side (BRANCHSPARK_TEST_OVERLAP=0: one after the other): their
-# processes wait on each other's JVMs, dbt's parsing and the servers' round trips at different times, so together
-# they keep the two cores busier than either alone (the suite's time is a target, issue 50). The Connect pass's
-# output follows pass 1's. `make test-long` runs them one after the other, as its timed tests were measured.
-overlap=${BRANCHSPARK_TEST_OVERLAP:-$([ "$BRANCHSPARK_TEST_DEPTH" = long ] && echo 0 || echo 1)}
-connect_log=.spark-cluster/connect-pass.log
-connect_job=
-if [ "$overlap" = 1 ]; then
-  connect_pass "$@" >"$connect_log" 2>&1 &
-  connect_job=$!
-  stop=("kill_connect_pass" "${stop[@]}")
-fi
-kill_connect_pass() { [ -z "$connect_job" ] || kill "$connect_job" 2>/dev/null || true; }
 started=$SECONDS
 # Two workers; tests/conftest.py hands them the slowest scopes first (--no-loadscope-reorder keeps that order).
 # Through Connect the merge tests run on SQLite: what PostgreSQL changes is the catalog, which pass 1 covers;
 # the matrix's warehouse on S3 too (pass 1 runs it on S3 at the long depth).
 # --durations: CI's log names the slowest tests (the suite's time is a target, issue 50).
-in_process=0
 "$PY" -m pytest tests -n 2 --dist loadscope --no-loadscope-reorder -p no:cacheprovider -q --durations=25 \
-  "${only[@]}" "$@" || in_process=$?
+  "${only[@]}" "$@"
 echo "in-process pass: $((SECONDS - started)) s"
-connect=0
-if [ -n "$connect_job" ]; then
-  wait "$connect_job" || connect=$?
-  connect_job=
-  cat "$connect_log"
-else
-  connect_pass "$@" || connect=$?
+if [ -n "$cluster_started" ] && ! wait "$cluster_started"; then
+  echo "the test cluster did not start:" >&2; cat .spark-cluster/start.log >&2; exit 1
 fi
-[ "$in_process" = 0 ] && [ "$connect" = 0 ] || exit 1
+started=$SECONDS
+# The sample project's dbt flow on S3 runs here, on the cluster (tests/conftest.py leaves it out of pass 1).
+"$PY" -m pytest --connect tests/functional/adapter tests/core/test_merge_base.py tests/core/test_merge_matrix.py \
+  tests/core/test_merge_rules.py tests/core/test_deletion_vectors.py tests/core/test_merge_keyless_on_conflict.py \
+  tests/core/test_connect_sessions.py \
+  "$ON_THE_CLUSTER" "$DAMAGED_FILE" \
+  -k "not postgresql and not s3_warehouse" \
+  -n 2 --dist loadscope --no-loadscope-reorder -p no:cacheprovider -q --durations=10 "${only[@]}" "$@"
+echo "Spark Connect pass: $((SECONDS - started)) s"
 if [ "$BRANCHSPARK_TEST_DEPTH" = long ]; then
   # make test runs dbt's conformance suites through a server that plans as the test sessions do (no code
   # generation, no adaptive plans: tests/connect_server.sh); here the server keeps Spark's defaults, as users' do
