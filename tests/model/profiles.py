@@ -5,7 +5,8 @@ follows the test depth (tests/depth.py):
   same cases every run, so a failure reproduces by running the test again), each batch under its own drawn
   session settings. 11 since 2026-12-03 (20 before, 30 before 2026-12-02; the test was a fifth of `make test`'s
   time): the size is one whose derandomized draws reach every keyless shape the test asserts (KEYLESS_SETTLED_SHAPES),
-  which other sizes miss by chance (12-17 per batch, one batch of 20-30: checked with the model alone, no Spark);
+  which other sizes miss by chance (12-17 per batch, one batch of 20-30: `python -m tests.model.shape_reach`, the
+  test's draws through the model alone, no Spark);
   a change to the generator (cases.py) re-draws them, and the test then says which shape it missed;
 - `full` (`make test-long`; `ci` is its older name): 10 batches of 30, 300 cases per kind, derandomized (not a
   superset of `quick`'s: hypothesis draws another sequence for another example count);
