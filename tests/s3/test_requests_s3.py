@@ -57,7 +57,7 @@ def test_an_insert_and_a_read_on_s3_cost_only_the_requests_their_data_needs(spar
     segments = snapshot.ns.segment_infos(state.segments)
     tombstones = snapshot.ns.tombstone_infos(state.tombstones)
     assert all(s.file_sizes for s in segments) and all(t.file_sizes for t in tombstones), "the catalog has the sizes"
-    if not known_files.usable(spark):
+    if not known_files.usable(spark, True):
         missing("branchspark's jar is not loaded with this session: build it (make install)")
     log.mark()
     total, count = lh.read(TABLE).agg(F.sum("balance"), F.count(F.lit(1))).collect()[0]

@@ -22,7 +22,6 @@ import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
 import org.apache.spark.sql.execution.datasources.InMemoryFileIndex;
 import org.apache.spark.sql.execution.datasources.PartitionPath;
 import org.apache.spark.sql.execution.datasources.PartitionSpec;
-import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat;
 import org.apache.spark.sql.sources.BaseRelation;
 import org.apache.spark.sql.sources.SchemaRelationProvider;
 import org.apache.spark.sql.types.StructField;
@@ -39,7 +38,7 @@ import scala.jdk.javaapi.CollectionConverters;
  * {@value #FILES_OPTION}: one file a line, {@code size TAB uri}; {@code basePath} (optional, as Spark's
  * source takes it): the folder whose {@code name=value} subfolders give the partition columns named in the
  * schema. Reads as
- * {@link SegmentParquetFormat} where its deletion-vector option is given, else as Spark's Parquet source.
+ * {@link SegmentParquetFormat} (so its deletion-vector option applies).
  */
 public class KnownFiles implements SchemaRelationProvider {
   public static final String FILES_OPTION = "branchspark.files";
@@ -97,12 +96,8 @@ public class KnownFiles implements SchemaRelationProvider {
         CollectionConverters.asScala(options));
     InMemoryFileIndex index = new InMemoryFileIndex(session, CollectionConverters.asScala(roots).toList(), kept,
         Option.apply(schema), new Known(known), Option.apply(spec), Option.empty());
-    // Deletion vectors need our Parquet source; without them Spark's own reads the files (its plans name it
-    // as the paths' reads do, and it reads every column type in batches).
-    ParquetFileFormat format = options.containsKey(SegmentParquetFormat.VECTORS_OPTION)
-        ? new SegmentParquetFormat() : new ParquetFileFormat();
     return new HadoopFsRelation(index, spec.partitionColumns(), new StructType(data.toArray(new StructField[0])),
-        Option.empty(), format, kept, session);
+        Option.empty(), new SegmentParquetFormat(), kept, session);
   }
 
   /** The partitions of `files`: the `name=value` folders between `base` and each file, for the columns of
