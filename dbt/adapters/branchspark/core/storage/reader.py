@@ -33,7 +33,7 @@ from ..catalog.schema import Schema
 from ..catalog.state import SegmentInfo, SegmentKind, TableState
 from ..catalog.tombstones import TombstoneInfo
 from ..sql_text import quote_identifier as quote  # the readers' callers import it from here
-from .layout import SEGMENT_COLUMN, SEQ_DIGITS, Warehouse, seq_of_segment_name
+from .layout import SEGMENT_COLUMN, SEQ_DIGITS, Warehouse
 
 ROW_FILE = "_bs_file"  # identity: the data file, relative to the segment root
 ROW_POS = "_bs_pos"  # identity: the row's position in that file
@@ -93,35 +93,28 @@ class TableReader:
             hit = {group for tomb in tombstones for group in tomb.target_segments}
             if moved_tombstones(tombstones, segments):
                 hit |= {segment_group(s) for s in segments if s.kind in STORED_IDENTITY_KINDS}
-        # A key tombstone deletes the rows of its keys written before it: rows of a segment older than every
-        # tombstone need no order test per row (nor their segment's name), only the key's.
-        first_tombstone = min((t.seq for t in tombstones), default=None) if table.primary_key else None
         groups: dict[tuple, list[SegmentInfo]] = defaultdict(list)
         for segment in segments:
-            compacted = segment.kind in STORED_IDENTITY_KINDS
-            ordered = first_tombstone is not None and (
-                compacted or seq_of_segment_name(segment_group(segment)) >= first_tombstone)
-            key = (segment.schema_id, segment.partition_by, compacted, segment_group(segment) in hit, ordered)
+            key = (segment.schema_id, segment.partition_by, segment.kind in STORED_IDENTITY_KINDS,
+                   segment_group(segment) in hit)
             groups[key].append(segment)
         # The tombstones' side of an anti-join, built on first need: a keyless table's targeted files drop
         # their deleted rows without it (_targeted_anti_join).
         deleted = None
         parts = []
-        for (schema_id, partition_by, compacted, targeted, ordered), group in sorted(groups.items(),
-                                                                                    key=lambda kv: kv[0]):
+        for (schema_id, partition_by, compacted, targeted), group in sorted(groups.items(), key=lambda kv: kv[0]):
             if targeted and not compacted and not table.primary_key:
                 per_file = self._targeted_anti_join(table, group, self.lookup.schema(schema_id), schema, tombstones,
                                                     with_row_ids)
                 if per_file is not None:
                     parts.append(per_file)
                     continue
-            keyed = bool(table.primary_key)
             rows = self._read_group(table, group, self.lookup.schema(schema_id), compacted, schema,
-                                    join_ids=targeted and (ordered or not keyed), row_ids=with_row_ids, keyed=keyed)
+                                    join_ids=targeted, row_ids=with_row_ids, keyed=bool(table.primary_key))
             if targeted:
                 if deleted is None:
                     deleted = self._deleted_rows(table, schema, tombstones)
-                rows = self._anti_join(table, rows, deleted, compacted, ordered)
+                rows = self._anti_join(table, rows, deleted, compacted)
             parts.append(rows.drop(*_JOIN_COLUMNS))
         return _union(parts)
 
@@ -328,14 +321,11 @@ class TableReader:
             deleted = F.broadcast(deleted)
         return deleted
 
-    def _anti_join(self, table: TableState, rows: DataFrame, deleted: DataFrame, compacted: bool,
-                   ordered: bool = True) -> DataFrame:
+    def _anti_join(self, table: TableState, rows: DataFrame, deleted: DataFrame, compacted: bool) -> DataFrame:
         if table.primary_key:
-            # A key tombstone deletes only rows written before it (zero-padded sequences compare as text);
-            # `ordered`: some tombstone may be older than a row (else every one is newer than every row).
+            # A key tombstone deletes only rows written before it (zero-padded sequences compare as text).
             condition = [rows[quote(k)] == deleted[f"_bs_k{i}"] for i, k in enumerate(table.primary_key)]
-            if ordered:
-                condition.append(rows[_J_ORDER] < deleted["_bs_dseq"])
+            condition.append(rows[_J_ORDER] < deleted["_bs_dseq"])
             return rows.join(deleted, condition, "left_anti")
         # Hash on the row position only; the file is then checked on the few candidates. A data file's
         # full path ends with its row-id name, which starts with its segment's unique name.
