@@ -28,8 +28,10 @@ case "${1:-}" in
     # leaves the cores to the tests, 1 MB pages die young; what Spark computes is the same. The Connect pass:
     # the server's CPU 267 s against 301 s (2026-11-30). On the test cluster (tests/spark_cluster.sh) its
     # executors, fresh JVMs that each live for one pass of small tasks, also compile with C1 only.
+    # and, as the test JVMs, C2 for hot code only (tests/spark_settings.py, HOT_CODE_ONLY_C2)
+    JIT=$("$VENV/bin/python" -c 'from tests.spark_settings import HOT_CODE_ONLY_C2 as s; print(s)')
     mapfile -t LOCAL_FILES < <("$VENV/bin/python" -m dbt.adapters.branchspark.core.spark_session "$MASTER" \
-      "-Dderby.system.home=$STATE -XX:+UseSerialGC")
+      "-Dderby.system.home=$STATE -XX:+UseSerialGC $JIT")
     # `make test`: the in-process test sessions' planning (tests/spark_settings.py, FAST_SMALL_QUERIES: no code
     # generation, no adaptive plans), so dbt's conformance suites run as fast as the rest; the deletion-vector
     # tests ask Spark's defaults for themselves (tests/conftest.py). `make test-long` (BRANCHSPARK_TEST_DEPTH=long)

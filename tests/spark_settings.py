@@ -32,7 +32,16 @@ ONE_PARTITION = {"spark.sql.shuffle.partitions": "1", "spark.default.parallelism
 # Spark sizes a task's memory pages (sorts, aggregations, joins) from the heap: megabytes each, allocated straight
 # into the old generation, so a keyless batch still collected it in full 17 times (10.7 s); pages of 1 MB die
 # young: 3 full collections, the batch 92 s against 99-103 s (bench/model_batch.py, 2026-11-29, night).
-FAST_TEST_JVM = {"spark.driver.extraJavaOptions": "-XX:+UseSerialGC", "spark.driver.memory": "3g",
+# C2, the optimizing JIT, only for code that is really hot: HotSpot's default thresholds (Tier4*: 5,000 calls,
+# 15,000 calls and loops, 40,000 back edges) send thousands of a test JVM's methods to C2, whose compiles took
+# half the JVM's CPU in a mixed run (128-137 s of 157-188 s per JVM, two pytest processes side by side on 2
+# cores: a keyed model batch with test_changes.py beside test_merge_rules.py with test_diff.py). With thresholds
+# 25 times the defaults the JIT took 28-33 s, the JVMs 102-130 s, and the pair ran in 162 s against 220 s;
+# 10 times: 187 s; 100 times: 192 s (methods then stay in C1's slower profiling code); C1 alone: 168 s
+# (2026-12-03, night; the model test alone still gains from C2: bench/model_batch.py).
+HOT_CODE_ONLY_C2 = ("-XX:Tier4InvocationThreshold=125000 -XX:Tier4MinInvocationThreshold=12500 "
+                    "-XX:Tier4CompileThreshold=250000 -XX:Tier4BackEdgeThreshold=1000000")
+FAST_TEST_JVM = {"spark.driver.extraJavaOptions": f"-XX:+UseSerialGC {HOT_CODE_ONLY_C2}", "spark.driver.memory": "3g",
                  "spark.buffer.pageSize": "1m"}
 
 
