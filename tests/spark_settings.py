@@ -24,9 +24,9 @@ FAST_SMALL_QUERIES = {"spark.sql.adaptive.enabled": "false", "spark.sql.codegen.
 # Segments of several files are still written by partitioned tables and through the Connect server (2 partitions).
 ONE_PARTITION = {"spark.sql.shuffle.partitions": "1", "spark.default.parallelism": "1",
                  "spark.sql.adaptive.coalescePartitions.initialPartitionNum": "1"}
-# A test worker's JVM lives for the whole suite: one GC thread leaves the cores to the tests, and the full JIT
-# pays off (batches of the model test ran 25-30% faster with it than with the client compiler only, measured
-# 2026-11-26). Short-lived writer processes keep the client compiler (tests/core/writer_process.py).
+# A test worker's JVM lives for the whole suite: one GC thread leaves the cores to the tests, and C2 pays off for
+# its hot code (batches of the model test ran 25-30% faster than with the client compiler only, measured
+# 2026-11-26), but only for that (HOT_CODE_ONLY_C2 below). Short-lived writer processes keep the client compiler (tests/core/writer_process.py).
 # The default 1 GB heap held 300-600 MB live during a model batch and collected it in full 15 times a minute
 # (6 s of a 63 s batch); 3 GB halves the full collections. Two test JVMs and the Connect server fit in 24 GB.
 # Spark sizes a task's memory pages (sorts, aggregations, joins) from the heap: megabytes each, allocated straight
