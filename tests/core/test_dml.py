@@ -219,28 +219,6 @@ def test_filters_reach_the_parquet_scan(lh, orders):
     assert "FileScan parquet" in plan and "PushedFilters: [IsNotNull(amount), GreaterThan(amount,25.0)]" in plan
 
 
-def test_a_keyed_read_scans_its_tombstones_once_and_keeps_rows_written_after_them(lh, spark):
-    """Issue 72: a keyed table's segment groups (older than every tombstone, between them, newer) share one
-    scan of the tombstone files; a tombstone deletes only rows of its key written before it."""
-    b = lh.branch("main")
-    b.create_database("d")
-    with lh.transaction("main") as tx:
-        tx.create_table_as("d.k", spark.range(0, 100, numPartitions=2).selectExpr("id", "id * 2 AS v"),
-                           primary_key=["id"])
-    b.upsert("d.k", spark.range(90, 120).selectExpr("id", "id * 3 AS v"), key=["id"])
-    b.delete("d.k", "id % 10 = 3")  # rows of the first load and of the upsert
-    b.upsert("d.k", spark.range(200, 210).selectExpr("id", "id AS v"), key=["id"])  # 203: after the delete
-    b.upsert("d.k", spark.range(95, 96).selectExpr("id", "-1 AS v"), key=["id"])  # a newer tombstone
-    frame = lh.read("d.k")
-    expected = sorted([(i, 2 * i) for i in range(90) if i % 10 != 3] + [(i, 3 * i) for i in range(90, 120)
-                      if i % 10 != 3 and i != 95] + [(95, -1)] + [(i, i) for i in range(200, 210)])
-    assert rows(frame) == expected
-    frame.collect()  # runs the frame's own plan: adaptive execution then shows the plan it ran
-    plan = frame._jdf.queryExecution().executedPlan().toString().split("== Initial Plan ==")[0]
-    scans = [line for line in plan.splitlines() if "FileScan" in line and "_bs_tseq" in line]  # tombstone files
-    assert len(scans) == 1 and "ReusedExchange" in plan, plan
-
-
 def test_a_transaction_is_one_commit_and_sees_its_own_writes(lh, spark, orders):
     head = lh.get_branch("main").head
     with lh.transaction("main", message="two steps") as tx:

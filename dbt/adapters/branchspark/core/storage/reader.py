@@ -33,7 +33,7 @@ from ..catalog.schema import Schema
 from ..catalog.state import SegmentInfo, SegmentKind, TableState
 from ..catalog.tombstones import TombstoneInfo
 from ..sql_text import quote_identifier as quote  # the readers' callers import it from here
-from .layout import SEGMENT_COLUMN, SEQ_DIGITS, Warehouse, seq_of_segment_name
+from .layout import SEGMENT_COLUMN, SEQ_DIGITS, Warehouse
 
 ROW_FILE = "_bs_file"  # identity: the data file, relative to the segment root
 ROW_POS = "_bs_pos"  # identity: the row's position in that file
@@ -87,10 +87,8 @@ class TableReader:
         tombstones = self.lookup.tombstone_infos(table.tombstones)
         if not segments:
             return self._empty(schema, with_row_ids)
-        if table.primary_key and tombstones:
-            return self._keyed_minus_tombstones(table, schema, segments, tombstones, with_row_ids)
         if table.primary_key:
-            hit = set()
+            hit = {segment_group(s) for s in segments} if tombstones else set()
         else:
             hit = {group for tomb in tombstones for group in tomb.target_segments}
             if moved_tombstones(tombstones, segments):
@@ -119,43 +117,6 @@ class TableReader:
                 rows = self._anti_join(table, rows, deleted, compacted)
             parts.append(rows.drop(*_JOIN_COLUMNS))
         return _union(parts)
-
-    def _keyed_minus_tombstones(self, table: TableState, schema: Schema, segments: list[SegmentInfo],
-                                tombstones: list[TombstoneInfo], with_row_ids: bool) -> DataFrame:
-        """A keyed table's rows minus those its tombstones delete, every segment group under ONE anti-join, so
-        the tombstone files are scanned once and broadcast once. Rows of a segment written before every
-        tombstone need no sequence from their path (a tombstone of their key deletes them whatever its
-        sequence), so they are read without the segment column; a segment written with or after every
-        tombstone is not joined at all (a tombstone deletes only rows written before it)."""
-        oldest, newest = min(t.seq for t in tombstones), max(t.seq for t in tombstones)
-        groups: dict[tuple, list[SegmentInfo]] = defaultdict(list)
-        untouched: dict[tuple, list[SegmentInfo]] = defaultdict(list)
-        for segment in segments:
-            compacted = segment.kind in STORED_IDENTITY_KINDS  # rows keep their own, older, sequences
-            seq = seq_of_segment_name(segment_group(segment))  # the sequence the join would compare
-            if not compacted and seq >= newest:  # an upsert's new images share its tombstone's sequence
-                untouched[(segment.schema_id, segment.partition_by)].append(segment)
-                continue
-            groups[(segment.schema_id, segment.partition_by, compacted, not compacted and seq < oldest)].append(segment)
-        first_key = quote(table.primary_key[0])
-        parts = []
-        for (schema_id, _, compacted, older), group in sorted(groups.items(), key=lambda kv: kv[0]):
-            rows = self._read_group(table, group, self.lookup.schema(schema_id), compacted, schema,
-                                    join_ids=not older, row_ids=with_row_ids, keyed=True)
-            if older:
-                # An empty order sorts before every tombstone's. Computed from a column, not a literal: Spark
-                # pushes the anti-join below the union, and a literal order would fold into that branch's
-                # tombstone side, which then differs from the others' and is scanned again, not reused.
-                # Evaluated only for rows whose key a tombstone names (the join's condition).
-                rows = rows.selectExpr("*", f"substring(CAST({first_key} AS STRING), 1, 0) AS {_J_ORDER}")
-            parts.append(rows)
-        plain = [self._read_group(table, group, self.lookup.schema(schema_id), False, schema, join_ids=False,
-                                  row_ids=with_row_ids, keyed=True)
-                 for (schema_id, _), group in sorted(untouched.items(), key=lambda kv: kv[0])]
-        if not parts:
-            return _union(plain)
-        deleted = self._deleted_rows(table, schema, tombstones)
-        return _union([self._anti_join(table, _union(parts), deleted, compacted=False).drop(*_JOIN_COLUMNS), *plain])
 
     def read_segments(self, table: TableState, schema: Schema, segments: list[SegmentInfo]) -> DataFrame:
         """The rows of `segments` just written with `schema` (no tombstones apply): a plain scan."""
