@@ -65,6 +65,31 @@ def test_changes_come_in_commit_order_with_deletes_first_at_one_commit(lh, spark
     assert table_changes(lh, orders, "main", "main").count() == 0
 
 
+@pytest.mark.parametrize("partitions", [1, 3])
+def test_changes_whose_commit_times_rise_come_in_order_without_a_sort(lh, spark, keyed, partitions):
+    """Issue 72: where commit times rise along the range, the feed is listed in order as its union gives it, with
+    no sort (a sampling job and a shuffle): each commit's deletes and inserts spread over several partitions."""
+    start = head(lh)
+    b = lh.branch("main")
+    previous = spark.conf.get("spark.sql.shuffle.partitions")
+    spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
+    try:
+        b.upsert(keyed, spark.range(1, 400, numPartitions=3).selectExpr("id", "CAST(id AS DOUBLE) * 2 AS amount"))
+        b.delete(keyed, "id % 3 = 0")
+        b.upsert(keyed, spark.range(200, 600, numPartitions=4).selectExpr("id", "-CAST(id AS DOUBLE) AS amount"))
+        frame = table_changes(lh, keyed, start, "main")
+        assert not any(line.lstrip(" +-:").startswith("Sort ")
+                       for line in frame._jdf.queryExecution().optimizedPlan().toString().splitlines())
+        labels = [(r["_commit_ts"], r["_commit_seq"], r["_change_type"]) for r in frame.collect()]
+        assert labels == sorted(labels) and len({label[1] for label in labels}) == 3
+        assert_replays(lh, keyed, start, "main", frame)
+        net = table_changes(lh, keyed, start, "main", net=True)
+        assert any(line.lstrip(" +-:").startswith("Sort ") for line in net._jdf.queryExecution().optimizedPlan()
+                   .toString().splitlines())
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", previous)
+
+
 def test_an_update_of_many_rows_reports_every_delete_before_any_insert(lh, spark, keyed):
     start = head(lh)
     lh.branch("main").upsert(keyed, df(spark, [(1, 11.0), (2, 22.0), (9, 90.0)]))

@@ -38,6 +38,10 @@ def table_changes(lakehouse: WriteContext, table: str, from_, to=None, branch: s
     if net:
         frame = (net_changes(frame, plan.state.primary_key, feed.columns) if plan.state.primary_key
                  else net_rows(frame, feed.columns))
+    elif feed.in_feed_order():
+        # Already in ORDER (the union lists each commit's deletes, then its inserts, commit by commit): a sort
+        # would cost a sampling job and a shuffle of every changed row.
+        return frame
     return frame.orderBy(*ORDER)
 
 
