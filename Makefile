@@ -20,13 +20,14 @@ $(VENV)/.installed: setup.py
 # its sources change (never at run time); without a JDK the build says so and reads apply tombstones by a join.
 JVM_DIR := dbt/adapters/branchspark/core/storage/jvm
 JAR_STAMP := $(JVM_DIR)/.built
-$(JAR_STAMP): $(VENV)/.installed $(wildcard $(JVM_DIR)/*.java)
+S3_JARS := .jars/s3/.fetched
+# after the S3A jars: the jar's S3A file system (jvm/s3a/) is built against them
+$(JAR_STAMP): $(VENV)/.installed $(S3_JARS) $(wildcard $(JVM_DIR)/*.java $(JVM_DIR)/s3a/*.java)
 	$(PY) -m dbt.adapters.branchspark.core.storage.jvm_build && touch $@ || true
 
 # The S3A connector (hadoop-aws at pyspark's Hadoop, the AWS SDK modules it calls) and Spark's cloud committers,
 # for a warehouse on s3a:// (docs/deploy.md): resolved by Maven from jars/s3/pom.xml into .jars/s3 at install,
 # never at run time; core/storage/object_store.py adds them to every session's spark.jars. About 14 MB.
-S3_JARS := .jars/s3/.fetched
 $(S3_JARS): jars/s3/pom.xml
 	rm -rf .jars/s3
 	mvn -q -B -f jars/s3/pom.xml dependency:copy-dependencies -DincludeScope=runtime \
@@ -84,7 +85,8 @@ peers: spark-iceberg $(PEERS_VENV)/.bench $(PEERS_JARS)/.copied $(PEERS_VENV)/.b
 # lakehouse needs in branchspark's own session; `make test` runs its sources flow there (tests/spark41_sources.py).
 # Installed after .venv's install (one editable build of the checkout at a time), pyspark kept at 4.1.4, and
 # branchspark's jar built against it (jvm/branchspark-spark4.1.4.jar, beside 4.3's).
-$(PEERS_VENV)/.branchspark: setup.py jars/spark-iceberg/requirements.txt $(PEERS_VENV)/.installed | $(VENV)/.installed
+$(PEERS_VENV)/.branchspark: setup.py jars/spark-iceberg/requirements.txt $(PEERS_VENV)/.installed $(wildcard $(JVM_DIR)/*.java $(JVM_DIR)/s3a/*.java) \
+    | $(VENV)/.installed
 	$(PEERS_VENV)/bin/uv pip install --quiet --python $(PEERS_VENV)/bin/python -e . -r jars/spark-iceberg/requirements.txt
 	$(PEERS_VENV)/bin/python -m dbt.adapters.branchspark.core.storage.jvm_build || true
 	touch $@

@@ -35,7 +35,7 @@ setup(
         "dbt.adapters.branchspark.core": ["jvm_log4j2.properties"],  # the log of the JVMs it starts (jvm_log.py)
         "dbt.adapters.branchspark.core.catalog": ["migrations/*.py", "migrations/versions/*.py", "alembic.ini"],
         # the jar is compiled at build or install (storage/jvm_build.py), never at run time
-        "dbt.adapters.branchspark.core.storage": ["jvm/*.java", "jvm/*.jar"],
+        "dbt.adapters.branchspark.core.storage": ["jvm/*.java", "jvm/s3a/*.java", "jvm/*.jar"],
         "dbt.adapters.branchspark.ui": ["templates/*.html"],  # branchspark ui's pages
     },
     install_requires=[

@@ -154,7 +154,7 @@ def test_sparse_vectors_in_long_files(lh, spark):
     lh.branch("main").delete("big.t", "id in (3, 150000, 199999)")
     snapshot = lh.snapshot("main")
     tombstones = snapshot.ns.tombstone_infos(snapshot.state("big.t").tombstones)
-    encoded = deletion_vectors.encode([lh.warehouse.uri(t.path) for t in tombstones], 3)
+    encoded = deletion_vectors.encode([(lh.warehouse.uri(t.path), ()) for t in tombstones], 3)
     assert encoded is not None and len(encoded) < 200  # three sorted longs, not a 25 KB bitmap
     table = lh.read("big.t")
     assert uses_vectors(table)
@@ -198,7 +198,7 @@ def test_the_udf_refuses_a_scan_without_positions(lh, spark, events):
     state = snapshot.state(events)
     segments = snapshot.ns.segment_infos(state.segments)
     tombstones = snapshot.ns.tombstone_infos(state.tombstones)
-    vectors = deletion_vectors.encode([lh.warehouse.uri(t.path) for t in tombstones],
+    vectors = deletion_vectors.encode([(lh.warehouse.uri(t.path), ()) for t in tombstones],
                                       sum(t.row_count for t in tombstones))
     files = [lh.warehouse.uri(f"{s.path}/{name}") for s in segments for name in s.files]
     scan = spark.read.schema("id long, missing long").parquet(*files)
@@ -368,8 +368,13 @@ def test_session_config_adds_the_jar_and_the_extension_to_what_the_user_set(monk
                                               "spark.master": "local[2]"})
     assert config == {"spark.jars": "/opt/other.jar,/cache/branchspark-udf.jar",
                       "spark.sql.extensions": f"io.delta.sql.DeltaSparkSessionExtension,{deletion_vectors.EXTENSIONS}",
-                      "spark.master": "local[2]"}
+                      "spark.master": "local[2]",
+                      # and the jar's commit protocol for branchspark's own writes (direct_writes.py)
+                      "spark.sql.sources.commitProtocolClass": "branchspark.DirectCommitProtocol"}
     assert deletion_vectors.session_config(config) == config  # no duplicates when applied twice
+    own = {"spark.sql.sources.commitProtocolClass": "com.example.TheirProtocol"}
+    assert deletion_vectors.session_config(own)["spark.sql.sources.commitProtocolClass"] == \
+        "com.example.TheirProtocol", "a protocol the user set stays theirs"
     monkeypatch.setenv("BRANCHSPARK_DELETION_VECTORS", "off")
     assert deletion_vectors.session_config({"spark.master": "local[2]"}) == {"spark.master": "local[2]"}
     monkeypatch.setenv("BRANCHSPARK_DELETION_VECTORS", "on")

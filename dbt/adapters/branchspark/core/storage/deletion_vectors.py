@@ -37,6 +37,7 @@ import threading
 import weakref
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pyspark
 from pyspark.sql import Column, DataFrame, DataFrameReader, SparkSession
@@ -44,7 +45,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..connect import is_connect
-from . import jvm_build, object_store
+from . import direct_writes, jvm_build, object_store
 
 FUNCTION = "branchspark_deleted_row"
 # Spark's Parquet reader fills a read-schema column of this name with each row's position in its file
@@ -85,8 +86,9 @@ def session_config(config: dict) -> dict:
         present = [v for v in str(config.get(key, "")).split(",") if v.strip()]
         return ",".join(present + [value]) if value not in present else ",".join(present)
 
-    return {**config, "spark.jars": joined("spark.jars", jar),
-            "spark.sql.extensions": joined("spark.sql.extensions", EXTENSIONS)}
+    with_jar = {**config, "spark.jars": joined("spark.jars", jar),
+                "spark.sql.extensions": joined("spark.sql.extensions", EXTENSIONS)}
+    return direct_writes.session_config(with_jar, jar_added=True)  # the jar's commit protocol too
 
 
 def enabled(spark: SparkSession) -> bool:
@@ -168,10 +170,17 @@ def jar_path() -> str | None:
 
 # ----------------------------------------------------------------- vectors
 @functools.lru_cache(maxsize=32)  # each holds at most MAX_POSITIONS positions
-def _positions(uri: str) -> tuple[tuple[str, np.ndarray], ...]:
-    """(row-id file name, sorted positions) of one tombstone; tombstone files never change."""
+def _positions(uri: str, files: tuple[tuple[str, int], ...] = ()) -> tuple[tuple[str, np.ndarray], ...]:
+    """(row-id file name, sorted positions) of one tombstone; tombstone files never change. `files`: its
+    files' (name, bytes) as the catalog recorded them, opened without a lookup or a listing (on S3 a HEAD
+    and a LIST less each); without them the folder is read."""
     filesystem, path = object_store.filesystem(uri)
-    table = pq.read_table(path, columns=["_bs_file", "_bs_pos"], filesystem=filesystem)
+    columns = ["_bs_file", "_bs_pos"]
+    if files:
+        table = pa.concat_tables([object_store.parquet_file(filesystem, f"{path}/{name}", size)
+                                  .to_table(columns=columns) for name, size in files])
+    else:
+        table = pq.read_table(path, columns=columns, filesystem=filesystem)
     if table.num_rows == 0:
         return ()
     files = table.column("_bs_file").to_numpy(zero_copy_only=False)
@@ -183,14 +192,15 @@ def _positions(uri: str) -> tuple[tuple[str, np.ndarray], ...]:
     return tuple((str(files[s]), positions[s:e]) for s, e in zip(starts, ends))
 
 
-def encode(tombstone_uris: list[str], row_count: int) -> bytes | None:
-    """The deleted positions of these tombstones (`row_count` rows in all), one vector per data file, as
-    the function's constant; None when they are too many to travel in the plan."""
+def encode(tombstones: list[tuple[str, tuple[tuple[str, int], ...]]], row_count: int) -> bytes | None:
+    """The deleted positions of these tombstones ((folder URI, its files' (name, bytes) or ()) each; `row_count`
+    rows in all), one vector per data file, as the function's constant; None when they are too many to travel
+    in the plan."""
     if row_count > MAX_POSITIONS:
         return None
     by_file: dict[str, list[np.ndarray]] = {}
-    for uri in tombstone_uris:
-        for name, positions in _positions(uri):
+    for uri, files in tombstones:
+        for name, positions in _positions(uri, files):
             by_file.setdefault(name, []).append(positions)
     parts, size = [], 0
     for name, chunks in sorted(by_file.items()):

@@ -51,15 +51,28 @@ def build(out_dir: Path = SOURCES) -> Path:
     with tempfile.TemporaryDirectory() as work:
         classes = Path(work) / "classes"
         built = Path(work) / target.name
-        compiled = subprocess.run([javac, "-nowarn", "--release", "17", "-d", str(classes), "-cp",
-                                   f"{spark_jars}/*", *map(str, sorted(SOURCES.glob("*.java")))],
-                                  capture_output=True, text=True)
+        sources, class_path = sorted(SOURCES.glob("*.java")), f"{spark_jars}/*"
+        s3a = _s3a_jars()
+        if s3a:  # S3A's own classes are not pyspark's: what extends them is built when they were fetched
+            sources += sorted((SOURCES / "s3a").glob("*.java"))
+            class_path += ":" + ":".join(s3a)
+        compiled = subprocess.run([javac, "-nowarn", "--release", "17", "-d", str(classes), "-cp", class_path,
+                                   *map(str, sources)], capture_output=True, text=True)
         if compiled.returncode:
             raise RuntimeError("javac failed: " + (compiled.stderr.strip().splitlines() or ["?"])[0])
         subprocess.run([jar_tool, "cf", str(built), "-C", str(classes), "."], check=True, capture_output=True)
         shutil.move(str(built), str(target.with_suffix(".tmp")))
         os.replace(target.with_suffix(".tmp"), target)  # atomic: a session starting now sees all or nothing
     return target
+
+
+def _s3a_jars() -> list[str]:
+    """The S3A connector's jars fetched at install (object_store.py); none in a build environment without them."""
+    try:
+        from .object_store import jars
+    except ImportError:  # setup.py's build environment: no pyarrow
+        return []
+    return jars()
 
 
 def main() -> int:

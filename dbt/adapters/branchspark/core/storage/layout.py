@@ -192,19 +192,10 @@ class Warehouse:
         """The rows of Parquet files, from their footers: no data is read and no Spark job runs. A file given
         with its size, (path, bytes), is opened without a lookup (on S3, no HEAD before its GETs)."""
         filesystem, base = self._fs()
-        # pyarrow's local file system opens paths only (a FileInfo is "Path must be a string"), and a local open
-        # costs no request anyway
-        by_size = filesystem.type_name != "local"
         total = 0
         for relative in relatives:
-            if isinstance(relative, tuple) and not by_size:
-                relative = relative[0]
-            if isinstance(relative, tuple):
-                source = pafs.FileInfo(posixpath.join(base, relative[0]), pafs.FileType.File, size=relative[1])
-            else:
-                source = posixpath.join(base, relative)
-            with filesystem.open_input_file(source) as handle:
-                total += pq.ParquetFile(handle).metadata.num_rows
+            path, size = relative if isinstance(relative, tuple) else (relative, None)
+            total += object_store.parquet_file(filesystem, posixpath.join(base, path), size).metadata.num_rows
         return total
 
     @object_store.guarded

@@ -20,13 +20,16 @@ import glob
 import os
 import re
 import threading
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
 
+import pyarrow.dataset as pads
 from pyarrow import fs as pafs
 
 from .. import errors
+from . import direct_writes
 
 S3_SCHEMES = ("s3a", "s3", "s3n")
 JARS_ENV = "BRANCHSPARK_S3_JARS"  # the folder of the S3A jars, when not the checkout's .jars/s3
@@ -168,6 +171,27 @@ def jars() -> list[str]:
     return sorted(glob.glob(os.path.join(folder, "*.jar")))
 
 
+def _known_status_s3a_loadable(config: dict) -> bool:
+    """Whether the driver loads branchspark's jar from its class path (a local master: local_files.py puts it
+    there, where Hadoop finds file systems) and the jar was built with S3A's file system beside the connector."""
+    if not str(config.get("spark.master", "")).startswith("local"):
+        return False
+    for jar in str(config.get("spark.driver.extraClassPath", "")).split(":"):
+        if os.path.basename(jar).startswith("branchspark-spark") and \
+                _holds_class(jar, direct_writes.KNOWN_STATUS_S3A):
+            return True
+    return False
+
+
+@functools.lru_cache(maxsize=8)
+def _holds_class(jar: str, name: str) -> bool:
+    try:
+        with zipfile.ZipFile(jar) as archive:
+            return name.replace(".", "/") + ".class" in archive.namelist()
+    except (OSError, zipfile.BadZipFile):
+        return False
+
+
 def session_config(config: dict) -> dict:
     """`config` for a new JVM, plus the S3A jars (spark.jars for executors, the driver's class path for
     the driver's own file-system lookups), the S3A settings the environment implies and the committers;
@@ -176,6 +200,10 @@ def session_config(config: dict) -> dict:
     if not found:
         return config
     out = {**hadoop_settings(settings(config)), **COMMITTER_SETTINGS, **REQUEST_SETTINGS, **config}
+    if out[direct_writes.PROTOCOL_CONF] == direct_writes.PROTOCOL:  # branchspark's writes commit directly,
+        out.setdefault(direct_writes.FALLBACK_CONF, COMMITTER_SETTINGS[direct_writes.PROTOCOL_CONF])  # others so
+    if _known_status_s3a_loadable(out):  # a scan's files opened with the sizes the catalog knows: no HEAD each
+        out.setdefault(f"{HADOOP_PREFIX}fs.s3a.impl", direct_writes.KNOWN_STATUS_S3A)
     listed = [j for j in str(config.get("spark.jars", "")).split(",") if j]
     out["spark.jars"] = ",".join(listed + [j for j in found if j not in listed])
     present = [p for p in str(config.get("spark.driver.extraClassPath", "")).split(":") if p]
@@ -199,6 +227,13 @@ def filesystem_for(scheme: str, bucket: str) -> pafs.FileSystem:
         if s3.session_token:
             options["session_token"] = s3.session_token
     return pafs.S3FileSystem(**options)
+
+
+def parquet_file(filesystem: pafs.FileSystem, path: str, size: int | None = None) -> pads.ParquetFileFragment:
+    """A Parquet file for pyarrow to read (`.metadata`, `.to_table(columns=...)`): opened with its size where it
+    is known, so that no lookup comes before its reads (pyarrow's open_input_file takes a path only, and looks
+    it up: on S3 a HEAD)."""
+    return pads.ParquetFileFormat().make_fragment(path, filesystem=filesystem, file_size=size)
 
 
 def filesystem(location: str) -> tuple[pafs.FileSystem, str]:

@@ -212,7 +212,7 @@ class TableReader:
         mine_tombstones = [t for t in tombstones if mine & set(t.target_files)]
         vectors = None
         if deletion_vectors.enabled(self.spark):
-            vectors = deletion_vectors.encode([self.warehouse.uri(t.path) for t in mine_tombstones],
+            vectors = deletion_vectors.encode([(self.warehouse.uri(t.path), _known_files(t)) for t in mine_tombstones],
                                               sum(t.row_count for t in mine_tombstones))
         if vectors is not None:
             rows = self._scan(table, group, written, target, hit, row_ids, vectors=vectors)
@@ -363,3 +363,10 @@ def _union(parts: list[DataFrame]) -> DataFrame:
     for part in parts[1:]:
         result = result.unionByName(part)
     return result
+
+
+def _known_files(item) -> tuple[tuple[str, int], ...]:
+    """(name, bytes) of a segment's or tombstone's files where the catalog recorded every size, else ()."""
+    if not item.files or len(item.file_sizes) != len(item.files):
+        return ()
+    return tuple(zip(item.files, item.file_sizes))

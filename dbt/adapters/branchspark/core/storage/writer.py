@@ -18,6 +18,7 @@ from pyspark.sql import functions as F
 from ..catalog.schema import Schema
 from ..catalog.state import SegmentInfo, SegmentKind, TableState
 from ..catalog.tombstones import TombstoneInfo, TombstoneSummary
+from . import direct_writes
 from .difference import NEW, OLD, SIDE, observed_changes
 from .layout import SEGMENT_COLUMN, Warehouse
 from .reader import ROW_FILE, ROW_POS, ROW_SEQ, TOMB_SEQ, quote
@@ -38,13 +39,13 @@ class SegmentWriter:
         writer = rows.write.mode("error")  # "errorifexists" is unknown to Spark Connect
         if table.partition_by:
             writer = writer.partitionBy(*table.partition_by)
-        writer.parquet(self.warehouse.uri(relative))
+        committed = direct_writes.write(self.spark, writer, self.warehouse.uri(relative))
         if fault:
             fault("write.after_files")
         # The segment lists its files and their sizes, as a manifest: reads then name files instead of listing
         # folders, and look none up (known_files.py).
         files_by_dir: dict[str, list[tuple[str, int]]] = {}
-        for path, size in self.warehouse.parquet_files(relative):
+        for path, size in self._written_files(relative, committed):
             directory, name = path.rsplit("/", 1)
             files_by_dir.setdefault(directory, []).append((name, size))
         if not table.partition_by:
@@ -92,7 +93,7 @@ class SegmentWriter:
             # per delete, update and merge tombstone (docs/performance.md, "A tombstone counted as it is written").
             observed = Observation()
             rows = rows.observe(observed, *_tombstone_counts())
-        rows.write.mode("error").parquet(self.warehouse.uri(relative))
+        committed = direct_writes.write(self.spark, rows.write.mode("error"), self.warehouse.uri(relative))
         if fault:
             fault("write.after_files")
         if callable(summary):
@@ -100,10 +101,10 @@ class SegmentWriter:
         if observed is not None:
             summary, _ = observed_changes(observed)
         if summary.rows == 0:
-            self.warehouse.delete_dir(relative)
+            self.warehouse.delete_dir(relative, missing_ok=True)
             return None
         names, sizes = _names_and_sizes((path.rsplit("/", 1)[1], size)
-                                        for path, size in self.warehouse.parquet_files(relative))
+                                        for path, size in self._written_files(relative, committed))
         return TombstoneInfo(uuid.uuid4().hex, table.id, relative, seq, schema.id, summary.rows,
                              tuple(sorted(summary.segments)), tuple(sorted(summary.files)), names, sizes)
 
@@ -112,7 +113,8 @@ class SegmentWriter:
                          ) -> tuple[list[SegmentInfo], TombstoneInfo | None]:
         """Write a difference in ONE Spark write: `changed` holds the rows a write removes (SIDE = OLD, with
         their row ids) and the rows it adds (SIDE = NEW, row ids NULL; difference.py). One write split by
-        side, then each side's files moved to where a tombstone and a segment live: the model's query, the comparison and
+        side, each side's files written (committed directly) or moved to where a tombstone and a segment live: the model's
+        query, the comparison and
         both writes run once, with no cache between two writes (docs/performance.md). Only for tables
         without partitions (a partitioned segment's files lack its partition columns, a tombstone's must not).
 
@@ -123,19 +125,27 @@ class SegmentWriter:
         segment_dir = self.warehouse.new_segment_dir(table.id, seq)
         rows = changed.selectExpr(*[quote(c.name) for c in schema.columns], SEGMENT_COLUMN, ROW_FILE, ROW_POS,
                                   ROW_SEQ, f"CAST({int(seq)} AS BIGINT) AS {TOMB_SEQ}", SIDE)
-        rows.write.mode("error").partitionBy(SIDE).parquet(self.warehouse.uri(segment_dir))
+        tombstone_dir = self.warehouse.new_tombstone_dir(table.id, seq)
+        removed, added_side = f"{SIDE}={OLD}", f"{SIDE}={NEW}"
+        # Committed directly, each side's files are written where they belong: nothing to move afterwards.
+        committed = direct_writes.write(
+            self.spark, rows.write.mode("error").partitionBy(SIDE), self.warehouse.uri(segment_dir),
+            redirects={removed: self.warehouse.uri(tombstone_dir), added_side: self.warehouse.uri(segment_dir)})
         if fault:
             fault("write.after_files")
         try:
             summary, added = counts()
         except BaseException:  # the caller refuses what it counted: nothing of this write stays
             self.warehouse.delete_dir(segment_dir, missing_ok=True)
+            self.warehouse.delete_dir(tombstone_dir, missing_ok=True)
             raise
-        removed_dir = f"{segment_dir}/{SIDE}={OLD}"
-        added_dir = f"{segment_dir}/{SIDE}={NEW}"
+        if committed is not None:
+            return self._difference_written(table, schema, seq, segment_dir, tombstone_dir, committed, summary,
+                                            added)
+        removed_dir = f"{segment_dir}/{removed}"
+        added_dir = f"{segment_dir}/{added_side}"
         tombstone = None
         if summary.rows:
-            tombstone_dir = self.warehouse.new_tombstone_dir(table.id, seq)
             names, sizes = _names_and_sizes(self.warehouse.move_files(removed_dir, tombstone_dir, ".parquet"))
             tombstone = TombstoneInfo(uuid.uuid4().hex, table.id, tombstone_dir, seq, schema.id, summary.rows,
                                       tuple(sorted(summary.segments)), tuple(sorted(summary.files)), names, sizes)
@@ -149,6 +159,33 @@ class SegmentWriter:
         else:
             self.warehouse.delete_dir(segment_dir)
         return segments, tombstone
+
+    def _difference_written(self, table: TableState, schema: Schema, seq: int, segment_dir: str, tombstone_dir: str,
+                            committed: list[tuple[str, str, int]], summary: TombstoneSummary, added: int
+                            ) -> tuple[list[SegmentInfo], TombstoneInfo | None]:
+        """write_difference's result from the files its direct commit named (each side already in place)."""
+        sides: dict[str, list[tuple[str, int]]] = {}
+        for folder, name, size in committed:
+            sides.setdefault(folder, []).append((name, size))
+        tombstone = None
+        if summary.rows:
+            names, sizes = _names_and_sizes(sides.get(f"{SIDE}={OLD}", []))
+            tombstone = TombstoneInfo(uuid.uuid4().hex, table.id, tombstone_dir, seq, schema.id, summary.rows,
+                                      tuple(sorted(summary.segments)), tuple(sorted(summary.files)), names, sizes)
+        segments = []
+        if added:
+            names, sizes = _names_and_sizes(sides.get(f"{SIDE}={NEW}", []))
+            segments = [SegmentInfo(uuid.uuid4().hex, table.id, segment_dir, seq, schema.id, SegmentKind.DATA,
+                                    files=names, file_sizes=sizes)]
+        return segments, tombstone
+
+    def _written_files(self, relative: str, committed: list[tuple[str, str, int]] | None) -> list[tuple[str, int]]:
+        """(path relative to the warehouse, bytes) of the Parquet files a write put under `relative`: as its
+        direct commit named them, else from a listing."""
+        if committed is None:
+            return self.warehouse.parquet_files(relative)
+        return sorted((f"{relative}/{folder}/{name}" if folder else f"{relative}/{name}", size)
+                      for folder, name, size in committed)
 
 
 def _tombstone_counts() -> list:

@@ -68,6 +68,14 @@ public class SegmentParquetFormat extends ParquetFileFormat {
   public Function1<PartitionedFile, Iterator<InternalRow>> buildReaderWithPartitionValues(
       SparkSession session, StructType dataSchema, StructType partitionSchema, StructType requiredSchema,
       Seq<Filter> filters, Map<String, String> options, Configuration hadoopConf) {
+    // each file opened with the status the scan knows: no lookup before its footer is read (KnownFileStatus)
+    return KnownFileStatus.opening(
+        reader(session, dataSchema, partitionSchema, requiredSchema, filters, options, hadoopConf));
+  }
+
+  private Function1<PartitionedFile, Iterator<InternalRow>> reader(
+      SparkSession session, StructType dataSchema, StructType partitionSchema, StructType requiredSchema,
+      Seq<Filter> filters, Map<String, String> options, Configuration hadoopConf) {
     Option<String> encoded = options.get(VECTORS_OPTION);
     if (encoded.isEmpty()) {
       return super.buildReaderWithPartitionValues(
