@@ -11,6 +11,7 @@ apply tombstones by a join (the same rows, slower) and say so once.
 """
 from __future__ import annotations
 
+import glob
 import importlib.metadata
 import importlib.util
 import os
@@ -21,6 +22,8 @@ import tempfile
 from pathlib import Path
 
 SOURCES = Path(__file__).with_name("jvm")
+S3A_JARS_ENV = "BRANCHSPARK_S3_JARS"  # the folder of the S3A jars, when not the checkout's .jars/s3
+_CHECKOUT_S3A_JARS = Path(__file__).resolve().parents[5] / ".jars" / "s3"
 
 
 def jar_name(spark_version: str) -> str:
@@ -52,7 +55,7 @@ def build(out_dir: Path = SOURCES) -> Path:
         classes = Path(work) / "classes"
         built = Path(work) / target.name
         sources, class_path = sorted(SOURCES.glob("*.java")), f"{spark_jars}/*"
-        s3a = _s3a_jars()
+        s3a = s3a_jars()
         if s3a:  # S3A's own classes are not pyspark's: what extends them is built when they were fetched
             sources += sorted((SOURCES / "s3a").glob("*.java"))
             class_path += ":" + ":".join(s3a)
@@ -66,13 +69,11 @@ def build(out_dir: Path = SOURCES) -> Path:
     return target
 
 
-def _s3a_jars() -> list[str]:
-    """The S3A connector's jars fetched at install (object_store.py); none in a build environment without them."""
-    try:
-        from .object_store import jars
-    except ImportError:  # setup.py's build environment: no pyarrow
-        return []
-    return jars()
+def s3a_jars() -> list[str]:
+    """The S3A connector's jars fetched at install (`make install`: jars/s3/pom.xml into the checkout's .jars/s3,
+    or the folder BRANCHSPARK_S3_JARS names); empty when they were not."""
+    folder = os.environ.get(S3A_JARS_ENV) or str(_CHECKOUT_S3A_JARS)
+    return sorted(glob.glob(os.path.join(folder, "*.jar")))
 
 
 def main() -> int:

@@ -16,24 +16,20 @@ into .jars/s3/, and `session_config` adds it to a new session with the S3A commi
 from __future__ import annotations
 
 import functools
-import glob
 import os
 import re
 import threading
 import zipfile
 from dataclasses import dataclass, field
-from pathlib import Path
 from urllib.parse import urlparse
 
 import pyarrow.dataset as pads
 from pyarrow import fs as pafs
 
 from .. import errors
-from . import direct_writes
+from . import direct_writes, jvm_build
 
 S3_SCHEMES = ("s3a", "s3", "s3n")
-JARS_ENV = "BRANCHSPARK_S3_JARS"  # the folder of the S3A jars, when not the checkout's .jars/s3
-_CHECKOUT_JARS = Path(__file__).resolve().parents[5] / ".jars" / "s3"
 S3A = "org.apache.hadoop.fs.s3a.S3AFileSystem"
 HADOOP_PREFIX = "spark.hadoop."
 # Spark's commit protocol bound to Hadoop's committer factories: on s3a:// the S3A "magic" committer
@@ -167,8 +163,7 @@ def hadoop_settings(s3: S3Settings | None = None) -> dict[str, str]:
 
 def jars() -> list[str]:
     """The S3A connector's jars fetched at install (empty when they were not)."""
-    folder = os.environ.get(JARS_ENV) or str(_CHECKOUT_JARS)
-    return sorted(glob.glob(os.path.join(folder, "*.jar")))
+    return jvm_build.s3a_jars()
 
 
 def _known_status_s3a_loadable(config: dict) -> bool:
