@@ -113,10 +113,10 @@ class SegmentWriter:
                          ) -> tuple[list[SegmentInfo], TombstoneInfo | None]:
         """Write a difference in ONE Spark write: `changed` holds the rows a write removes (SIDE = OLD, with
         their row ids) and the rows it adds (SIDE = NEW, row ids NULL; difference.py). One write split by
-        side, each side's files written (committed directly) or moved to where a tombstone and a segment live: the model's
-        query, the comparison and
-        both writes run once, with no cache between two writes (docs/performance.md). Only for tables
-        without partitions (a partitioned segment's files lack its partition columns, a tombstone's must not).
+        side, each side's files written (committed directly) or moved to where a tombstone and a segment
+        live: the model's query, the comparison and both writes run once, with no cache between two writes
+        (docs/performance.md). Only for tables without partitions (a partitioned segment's files lack its
+        partition columns, a tombstone's must not).
 
         `counts()`, called after the write: (the removed rows' summary, the number of added rows), from
         metrics observed on `changed`. Returns ([the segment of added rows] or [], the tombstone or None).
