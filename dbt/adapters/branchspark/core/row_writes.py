@@ -68,17 +68,20 @@ class RowWrites:
         segments = writer.write_segments(state, schema, rows, seq, kind, fault=self.lakehouse.fault)
         try:
             written = self.reader.read_segments(state, schema, segments)
-            self._check_rows(name, state, schema, written, list(key), key_word, against_table, key_checked)
+            self._check_rows(name, state, schema, written, list(key), key_word, against_table, key_checked,
+                             key_range=_key_range(segments))
         except BaseException:
             writer.discard_segments(segments)
             raise
         return segments, written
 
     def _check_rows(self, name: str, state: TableState, schema: Schema, rows: DataFrame, key: list[str],
-                    key_word: str, against_table: bool, key_checked: bool = False) -> None:
+                    key_word: str, against_table: bool, key_checked: bool = False, key_range: tuple | None = None
+                    ) -> None:
         """NOT NULL columns, no repeated key and (against_table) no key the table holds, asked in one query:
         each check yields the rank of the problem it finds (the worst one is reported), and the checks' stages
-        run side by side rather than one query after another."""
+        run side by side rather than one query after another. key_range: (column id, low, high) of the new rows'
+        first key column, when known: the table's files whose recorded range misses it are not read."""
         required = [quote(c.name) for c in _required_columns(schema, key, key_checked)]
         null_flag = " OR ".join(f"{c} IS NULL" for c in required)
         keys = [quote(k) for k in key]
@@ -92,7 +95,9 @@ class RowWrites:
         elif required:
             found.append(rows.where(null_flag).selectExpr(f"{_HAS_NULLS} AS _bs_problem"))
         if against_table and key and state.segments:
-            existing = self.reader.read(state).select(*keys)
+            existing = self.reader.read(state, key_range=key_range).select(*keys)
+            if key_range is not None:  # and the row groups of the files read, by their statistics
+                existing = existing.where(F.col(keys[0]).between(F.lit(key_range[1]), F.lit(key_range[2])))
             found.append(rows.select(*keys).join(existing, list(key), "left_semi")
                          .selectExpr(f"{_HELD} AS _bs_problem"))
         if not found:
@@ -479,6 +484,16 @@ class RowWrites:
         self.ns.add_schema(wide, state.id)
         history = state.schema_history + (history_entry(wide.id, self._seq(), visible=False),)
         return state.evolve(schema_id=wide.id, schema_history=history)
+
+
+def _key_range(segments) -> tuple | None:
+    """(column id, low, high) of the first key column over new segments' files, when every file recorded its
+    range of that column."""
+    ranges = [r for s in segments for r in (s.key_ranges if len(s.key_ranges) == len(s.files) else (None,))]
+    columns = {s.key_column for s in segments}
+    if not ranges or any(r is None for r in ranges) or len(columns) != 1:
+        return None
+    return columns.pop(), min(r[0] for r in ranges), max(r[1] for r in ranges)
 
 
 def _required_columns(schema: Schema, key, key_checked: bool) -> list[Column]:

@@ -82,9 +82,9 @@ class TrackingReader(TableReader):
         super().__init__(spark, warehouse, ns)
         self.depends = ns.depends
 
-    def read(self, table: TableState, with_row_ids: bool = False) -> DataFrame:
+    def read(self, table: TableState, with_row_ids: bool = False, key_range: tuple | None = None) -> DataFrame:
         self.depends.row_reads.add(table.id)
-        return super().read(table, with_row_ids)
+        return super().read(table, with_row_ids, key_range)
 
 
 def _names(root: Root) -> tuple[dict[str, str], dict[str, str]]:

@@ -115,6 +115,8 @@ class Segment(Base):
     partition_values: Mapped[dict] = mapped_column(JSON, nullable=False, default=dict)
     files: Mapped[list] = mapped_column(JSON, nullable=False, default=list)  # data files, relative to `path`
     file_sizes: Mapped[list | None] = mapped_column(JSON, nullable=True)  # their bytes, in order (revision 0004)
+    # {"column": column id, "files": [[low, high] or null per file]}: the files' key ranges (revision 0005)
+    key_ranges: Mapped[dict | None] = mapped_column(JSON, nullable=True)
 
 
 class Tombstone(Base):

@@ -33,6 +33,11 @@ class SegmentInfo:
     partition_values: dict = field(default_factory=dict)
     files: tuple[str, ...] = ()  # data file names below `path`
     file_sizes: tuple[int, ...] = ()  # their bytes, in order; () when not recorded (older catalogs)
+    # per file, in order: (lowest, highest) value of column `key_column` (the first primary-key column at the
+    # write), or None where unknown; () when not recorded (keyless tables, older catalogs). A key check reads
+    # only the files whose range can hold one of its keys.
+    key_ranges: tuple = ()
+    key_column: int | None = None  # the column id of key_ranges' values
 
 
 @dataclass(frozen=True)

@@ -521,7 +521,8 @@ class CatalogStore:
             conn.execute(insert(m.SchemaVersion), schema_rows)
         seg_rows = [{"id": s.id, "table_id": s.table_id, "path": s.path, "seq": s.seq, "schema_id": s.schema_id,
                      "kind": s.kind, "partition_by": list(s.partition_by), "partition_values": s.partition_values,
-                     "files": list(s.files), "file_sizes": list(s.file_sizes) or None}
+                     "files": list(s.files), "file_sizes": list(s.file_sizes) or None,
+                     "key_ranges": _key_ranges_row(s)}
                     for s in segments]
         if seg_rows:
             conn.execute(insert(m.Segment), seg_rows)
@@ -560,7 +561,8 @@ class CatalogStore:
     def segments(self, ids: Iterable[str]) -> dict[str, SegmentInfo]:
         return self._load("segment", m.Segment, ids, lambda r: SegmentInfo(
             r.id, r.table_id, r.path, r.seq, r.schema_id, r.kind, tuple(r.partition_by or ()),
-            dict(r.partition_values or {}), tuple(r.files or ()), tuple(r.file_sizes or ())))
+            dict(r.partition_values or {}), tuple(r.files or ()), tuple(r.file_sizes or ()),
+            *_key_ranges_of(r.key_ranges)))
 
     def tombstones(self, ids: Iterable[str]) -> dict[str, TombstoneInfo]:
         return self._load("tombstone", m.Tombstone, ids, lambda r: TombstoneInfo(
@@ -600,3 +602,17 @@ def default_catalog_url(warehouse: str) -> str:
         raise errors.InvalidArgument(
             f"warehouse '{warehouse}' is not a local path, so there is no default catalog: give a catalog URL")
     return f"sqlite:///{os.path.abspath(os.path.join(path, 'catalog.db'))}"
+
+
+def _key_ranges_row(segment: SegmentInfo) -> dict | None:
+    """A segment's key ranges as the catalog stores them (models.Segment.key_ranges)."""
+    if not segment.key_ranges or segment.key_column is None:
+        return None
+    return {"column": segment.key_column, "files": [list(r) if r else None for r in segment.key_ranges]}
+
+
+def _key_ranges_of(stored: dict | None) -> tuple[tuple, int | None]:
+    """(SegmentInfo.key_ranges, SegmentInfo.key_column) of a stored value."""
+    if not stored:
+        return (), None
+    return tuple(tuple(r) if r else None for r in stored["files"]), stored["column"]

@@ -8,8 +8,8 @@
 `.../data` gives every row its segment id as a column, for free. A segment id
 starts with the write's sequence number, so a row's sequence is readable too.
 The driver lists and deletes files (for `gc` and to register partition
-directories) and reads keyless tombstones' deleted positions (deletion vectors:
-change-sized metadata); it never reads table data. pyarrow's file systems do
+directories), reads keyless tombstones' deleted positions (deletion vectors:
+change-sized metadata) and new files' footers; it never reads table data. pyarrow's file systems do
 that without a JVM, so the same code runs under Spark Connect.
 """
 from __future__ import annotations
@@ -18,6 +18,7 @@ import os
 import posixpath
 import uuid
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from pyarrow import fs as pafs
@@ -28,6 +29,7 @@ from . import object_store
 SEGMENT_COLUMN = "_bs_seg"
 SEQ_DIGITS = 16
 ICEBERG_DIR = "iceberg"
+_FOOTER_READS = 8  # footers the driver reads at once (each a GET on object storage: waiting, not work)
 
 
 def version_dir(table_id: str, version_id: str) -> str:
@@ -197,6 +199,32 @@ class Warehouse:
             path, size = relative if isinstance(relative, tuple) else (relative, None)
             total += object_store.parquet_file(filesystem, posixpath.join(base, path), size).metadata.num_rows
         return total
+
+    @object_store.guarded
+    def key_ranges(self, files: list[tuple[str, int]], column: str) -> list[tuple | None]:
+        """(lowest, highest) value of `column` in each Parquet file, (path relative to the root, bytes), from the
+        statistics of its footer: one read of the footer per file (on S3 a GET), files side by side. None for a
+        file whose footer has no such statistics (the column not in the file, or values too long to keep)."""
+        filesystem, base = self._fs()
+
+        def key_range(item: tuple[str, int]) -> tuple | None:
+            metadata = object_store.parquet_file(filesystem, posixpath.join(base, item[0]), item[1]).metadata
+            names = metadata.schema.names
+            if column not in names or metadata.num_row_groups == 0:
+                return None
+            index, lows, highs = names.index(column), [], []
+            for group in range(metadata.num_row_groups):
+                statistics = metadata.row_group(group).column(index).statistics
+                if statistics is None or not statistics.has_min_max:
+                    return None
+                lows.append(statistics.min)
+                highs.append(statistics.max)
+            return min(lows), max(highs)
+
+        if len(files) <= 1:
+            return [key_range(item) for item in files]
+        with ThreadPoolExecutor(max_workers=min(len(files), _FOOTER_READS)) as pool:
+            return list(pool.map(key_range, files))
 
     @object_store.guarded
     def parquet_column_values(self, relative_dir: str, columns: list[str]) -> list[tuple]:

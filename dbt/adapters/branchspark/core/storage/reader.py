@@ -21,7 +21,7 @@ column pruning reach the files.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from pyspark.sql import DataFrame, SparkSession
@@ -80,10 +80,14 @@ class TableReader:
     warehouse: Warehouse
     lookup: VersionLookup
 
-    def read(self, table: TableState, with_row_ids: bool = False) -> DataFrame:
-        """The rows of `table`; with_row_ids adds `_bs_seg`, `_bs_file`, `_bs_pos` and `_bs_seq`."""
+    def read(self, table: TableState, with_row_ids: bool = False, key_range: tuple | None = None) -> DataFrame:
+        """The rows of `table`; with_row_ids adds `_bs_seg`, `_bs_file`, `_bs_pos` and `_bs_seq`. key_range,
+        (column id, low, high): at least the rows whose value of that column lies in [low, high], from the files
+        whose recorded range of it can hold one (SegmentInfo.key_ranges); other files are not opened."""
         schema = self.lookup.schema(table.schema_id)
         segments = self.lookup.segment_infos(table.segments)
+        if key_range is not None:
+            segments = [s for s in (_files_in_range(s, *key_range) for s in segments) if s is not None]
         tombstones = self.lookup.tombstone_infos(table.tombstones)
         if not segments:
             return self._empty(schema, with_row_ids)
@@ -339,6 +343,21 @@ class TableReader:
             fields += [T.StructField(SEGMENT_COLUMN, T.StringType()), T.StructField(ROW_FILE, T.StringType()),
                        T.StructField(ROW_POS, T.LongType()), T.StructField(ROW_SEQ, T.LongType())]
         return self.spark.createDataFrame([], T.StructType(fields))
+
+
+def _files_in_range(segment: SegmentInfo, column: int, low, high) -> SegmentInfo | None:
+    """`segment` with only the files whose range of `column` (SegmentInfo.key_ranges) meets [low, high], or None
+    when none does. Files without a recorded range of that column stay."""
+    if segment.key_column != column or len(segment.key_ranges) != len(segment.files):
+        return segment
+    kept = [i for i, known in enumerate(segment.key_ranges) if known is None or (known[0] <= high and low <= known[1])]
+    if not kept:
+        return None
+    if len(kept) == len(segment.files):
+        return segment
+    return replace(segment, files=tuple(segment.files[i] for i in kept),
+                   file_sizes=tuple(segment.file_sizes[i] for i in kept) if segment.file_sizes else (),
+                   key_ranges=tuple(segment.key_ranges[i] for i in kept))
 
 
 def _row_file(segment: SegmentInfo, name: str) -> str:

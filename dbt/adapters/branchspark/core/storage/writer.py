@@ -9,11 +9,12 @@ import itertools
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from urllib.parse import unquote
 
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from ..catalog.schema import Schema
 from ..catalog.state import SegmentInfo, SegmentKind, TableState
@@ -25,6 +26,9 @@ from .reader import ROW_FILE, ROW_POS, ROW_SEQ, TOMB_SEQ, quote
 
 NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 _PARALLEL_WRITES = 4  # Spark jobs writing files at once
+# Key types whose Parquet statistics compare in Python as Spark compares the values (strings: by code point,
+# which is UTF-8's byte order), so a file's recorded range can rule out a key.
+_RANGED_KEY_TYPES = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.StringType)
 
 
 @dataclass
@@ -50,8 +54,8 @@ class SegmentWriter:
             files_by_dir.setdefault(directory, []).append((name, size))
         if not table.partition_by:
             names, sizes = _names_and_sizes(files_by_dir.get(relative, []))
-            return [SegmentInfo(uuid.uuid4().hex, table.id, relative, seq, schema.id, kind,
-                                files=names, file_sizes=sizes)]
+            return self.with_key_ranges(table, schema, [SegmentInfo(uuid.uuid4().hex, table.id, relative, seq,
+                                                                    schema.id, kind, files=names, file_sizes=sizes)])
         # One segment per partition directory, so overwriting a partition can drop whole segments.
         segments = []
         for leaf, files in sorted(files_by_dir.items()):
@@ -59,7 +63,20 @@ class SegmentWriter:
             names, sizes = _names_and_sizes(files)
             segments.append(SegmentInfo(uuid.uuid4().hex, table.id, leaf, seq, schema.id, kind,
                                         tuple(table.partition_by), values, names, sizes))
-        return segments
+        return self.with_key_ranges(table, schema, segments)
+
+    def with_key_ranges(self, table: TableState, schema: Schema, segments: list[SegmentInfo]) -> list[SegmentInfo]:
+        """`segments` (just written, every file listed with its size) with each file's range of the table's first
+        key column, from the files' footers (SegmentInfo.key_ranges): what lets a later key check skip the
+        file. Unchanged for a keyless table, or a key of a type whose ranges are not kept."""
+        column = schema.column(table.primary_key[0]) if table.primary_key else None
+        if column is None or column.name in table.partition_by or not isinstance(column.data_type, _RANGED_KEY_TYPES):
+            return segments
+        files = [(f"{s.path}/{name}", size) for s in segments for name, size in zip(s.files, s.file_sizes)]
+        if not files or any(len(s.files) != len(s.file_sizes) for s in segments):
+            return segments
+        ranges = iter(self.warehouse.key_ranges(files, column.name))
+        return [replace(s, key_ranges=tuple(next(ranges) for _ in s.files), key_column=column.id) for s in segments]
 
     def row_count(self, segments: list[SegmentInfo]) -> int:
         """The rows of segments this writer wrote (every file is listed in its segment)."""
@@ -152,8 +169,8 @@ class SegmentWriter:
         segments = []
         if added:
             names, sizes = _names_and_sizes(self.warehouse.move_files(added_dir, segment_dir, ".parquet"))
-            segments = [SegmentInfo(uuid.uuid4().hex, table.id, segment_dir, seq, schema.id, SegmentKind.DATA,
-                                    files=names, file_sizes=sizes)]
+            segments = self.with_key_ranges(table, schema, [SegmentInfo(
+                uuid.uuid4().hex, table.id, segment_dir, seq, schema.id, SegmentKind.DATA, files=names, file_sizes=sizes)])
             for leftover in (removed_dir, added_dir):  # Spark's checksum and marker files
                 self.warehouse.delete_dir(leftover, missing_ok=True)
         else:
@@ -175,8 +192,8 @@ class SegmentWriter:
         segments = []
         if added:
             names, sizes = _names_and_sizes(sides.get(f"{SIDE}={NEW}", []))
-            segments = [SegmentInfo(uuid.uuid4().hex, table.id, segment_dir, seq, schema.id, SegmentKind.DATA,
-                                    files=names, file_sizes=sizes)]
+            segments = self.with_key_ranges(table, schema, [SegmentInfo(
+                uuid.uuid4().hex, table.id, segment_dir, seq, schema.id, SegmentKind.DATA, files=names, file_sizes=sizes)])
         return segments, tombstone
 
     def _written_files(self, relative: str, committed: list[tuple[str, str, int]] | None) -> list[tuple[str, int]]:
