@@ -14,6 +14,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from dbt.adapters.branchspark.core import errors
+from dbt.adapters.branchspark.core.changes import table_changes
 from dbt.adapters.branchspark.core.connect import is_connect
 from sorted_rows import rows
 
@@ -98,3 +99,32 @@ def test_string_keys_prune_by_their_order_and_a_redefined_key_prunes_nothing(lh,
         with pytest.raises(errors.InvalidArgument, match="already holds"):
             lh.branch("main").insert(TABLE, accounts(spark, held, held + 1).withColumn("code", F.lit("new")))
     assert lh.read(TABLE).count() == 2100
+
+
+def test_an_upsert_into_a_table_of_many_files_opens_only_those_that_can_hold_its_keys(lh, local_spark):
+    """An incremental model's upsert of recent keys (row_writes._upsert_key_range): with enough files that carry a
+    range, only the files whose range meets the new keys' are read; what it replaces and adds is exact."""
+    spark = local_spark
+    with lh.transaction("main", message="load") as tx:
+        tx.create_database("shop")
+        tx.create_table_as(TABLE, accounts(spark, 0, 8000).repartitionByRange(8, "id"), primary_key=["id"])
+    ranges = file_ranges(lh, spark, "id")
+    lowest = next(path for path, (known, _) in ranges.items() if known[0] == 0)
+    shutil.move(lowest, lowest + ".aside")
+    try:
+        changed = accounts(spark, 7990, 8010).withColumn("balance", F.col("balance") + 1000)
+        lh.branch("main").upsert(TABLE, changed)
+        head = lh.snapshot().commit_id
+        with pytest.raises(Exception, match="(?i)missing|not exist|no such file|damaged"):
+            lh.branch("main").upsert(TABLE, accounts(spark, 5, 6))
+        assert lh.snapshot().commit_id == head
+    finally:
+        shutil.move(lowest + ".aside", lowest)
+    table = lh.read(TABLE)
+    assert table.count() == 8010
+    assert rows(table.where("id >= 7985").select("id", "balance")) == \
+        [(i, i % 97 + (1000 if i >= 7990 else 0)) for i in range(7985, 8010)]
+    # the feed of the upsert (an update is a delete and an insert, SPEC 4): the 10 replaced rows and 20 new images
+    before = lh.log("main")[1].id
+    feed = table_changes(lh, TABLE, before, head).groupBy("_change_type").count().collect()
+    assert sorted(tuple(r) for r in feed) == [("delete", 10), ("insert", 20)]

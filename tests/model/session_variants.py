@@ -5,8 +5,10 @@ source, or through Spark Connect by the UDF), on a session without the extension
 session has it) or with deletion vectors off (the join, as without the jar); with 1, 2 or 4 shuffle
 partitions; with the frames it writes in 1, 2 or 4 partitions (files per write, and which row lands where);
 and with a scan's files packed into one partition or each in its own (as a session with several cores
-splits them). The master and the JVM's static settings stay the test session's: the feed's own test
-(tests/core/test_feed_across_merge_sessions.py) runs whole sessions of other kinds, on local[1] and local[2].
+splits them); and with an upsert reading only the files whose key range can hold its keys from the first
+such file, or only past its usual count of them (row_writes._upsert_key_range). The master and the JVM's
+static settings stay the test session's: the feed's own test (tests/core/test_feed_across_merge_sessions.py)
+runs whole sessions of other kinds, on local[1] and local[2].
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from dataclasses import dataclass
 from hypothesis import strategies as st
 
 from dbt.adapters.branchspark.core.connect import is_connect
+from dbt.adapters.branchspark.core.row_writes import UPSERT_RANGE_FILES_ENV
 from dbt.adapters.branchspark.core.storage import deletion_vectors
 from tests.spark_settings import session_settings
 
@@ -32,10 +35,19 @@ class SessionVariant:
     write_split: int = 0  # 0: frames as the session makes them (one partition in test sessions)
     file_per_scan_partition: bool = False
 
+    @property
+    def upsert_ranges_always(self) -> bool:
+        """Half the variants, from the drawn fields rather than a draw of its own: one more draw would shift every
+        later batch of the derandomized profile, and the cases it reaches (test_engine_against_model.py)."""
+        parts = (READ_PATHS.index(self.read), self.shuffle_partitions // 2, self.write_split // 2,
+                 int(self.file_per_scan_partition))
+        return sum(parts) % 2 == 1
+
     def __str__(self) -> str:
         return (f"read={self.read}, shuffle partitions={self.shuffle_partitions}, "
                 f"write split={self.write_split or 'as made'}, "
-                f"scan partitions={'a file each' if self.file_per_scan_partition else 'packed'}")
+                f"scan partitions={'a file each' if self.file_per_scan_partition else 'packed'}, "
+                f"upsert key ranges={'always' if self.upsert_ranges_always else 'as usual'}")
 
 
 def variants():
@@ -47,6 +59,9 @@ def variants():
 def varied_session(spark, variant: SessionVariant):
     """The session a batch of `variant` runs on; the test session's settings come back afterwards."""
     session, saved_function, saved_env = spark, deletion_vectors.FUNCTION, os.environ.get("BRANCHSPARK_DELETION_VECTORS")
+    saved_ranges = os.environ.get(UPSERT_RANGE_FILES_ENV)
+    if variant.upsert_ranges_always:
+        os.environ[UPSERT_RANGE_FILES_ENV] = "1"
     if variant.read == "udf" and not is_connect(spark) and deletion_vectors.enabled(spark):
         deletion_vectors.FUNCTION = _UDF_NAME
         session = spark.newSession()  # registers the UDF on first read
@@ -60,7 +75,8 @@ def varied_session(spark, variant: SessionVariant):
             yield session
     finally:
         deletion_vectors.FUNCTION = saved_function
-        if saved_env is None:
-            os.environ.pop("BRANCHSPARK_DELETION_VECTORS", None)
-        else:
-            os.environ["BRANCHSPARK_DELETION_VECTORS"] = saved_env
+        for name, value in (("BRANCHSPARK_DELETION_VECTORS", saved_env), (UPSERT_RANGE_FILES_ENV, saved_ranges)):
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import os
 import uuid
 from dataclasses import replace
 
@@ -23,6 +24,11 @@ from .storage.difference import KEY_NEW_ROWS, NEW, OLD, SIDE, change_counts, dif
 from .storage.layout import SEGMENT_COLUMN
 from .storage.reader import PREV_FILE, PREV_POS, ROW_FILE, ROW_POS, quote
 
+# An upsert finds its keys' range (one small query) to skip files only when the table has at least this many files
+# with a recorded key range: below it, reading every file costs about what the query does. The environment
+# variable sets another (the model tests draw 1 as a session variant: tests/model/session_variants.py).
+UPSERT_RANGE_FILES_ENV = "BRANCHSPARK_UPSERT_RANGE_FILES"
+_PRUNED_FILES = 8
 # what _check_rows finds, the worst (highest) reported
 _HELD, _REPEATS, _HAS_NULLS = 1, 2, 3
 
@@ -229,7 +235,7 @@ class RowWrites:
         if not state.segments:
             return writer.write_segments(state, schema, new, seq, SegmentKind.DATA, fault=fault), None
         # Only the keys it writes: their current rows, compared by value with the new ones.
-        matched = (self.reader.read(state, with_row_ids=True)
+        matched = (self.reader.read(state, with_row_ids=True, key_range=self._upsert_key_range(state, new, key))
                    .join(new.select(*[quote(k) for k in key]), key, "left_semi"))
         changed = self._write_difference(state, matched, new, seq, checks=checks)
         if changed is None:  # values that cannot be compared: every matched row is replaced
@@ -238,6 +244,20 @@ class RowWrites:
             segments = writer.write_segments(state, schema, new, seq, SegmentKind.DATA, fault=fault)
             changed = segments, self._discarding(segments, lambda: self._tombstone(name, state, matched, seq))
         return changed
+
+    def _upsert_key_range(self, state: TableState, new: DataFrame, key: list[str]) -> tuple | None:
+        """(column id, low, high) of the upsert's keys on the table's first key column, when the table has enough
+        files with a recorded range of it (_PRUNED_FILES) for reading only those that can hold the keys to pay
+        for the query that finds the range (on the cached new rows); else None: every file is read."""
+        if not state.primary_key or key[0].lower() != state.primary_key[0].lower():
+            return None
+        column = self._schema(state).column(key[0])
+        ranged = sum(len(s.key_ranges) for s in self.reader.lookup.segment_infos(state.segments)
+                     if s.key_column == column.id)
+        if ranged < int(os.environ.get(UPSERT_RANGE_FILES_ENV) or _PRUNED_FILES):
+            return None
+        low, high = new.agg(F.min(quote(column.name)), F.max(quote(column.name))).first()
+        return None if low is None else (column.id, low, high)
 
     @staticmethod
     def _checked_by_difference(state: TableState, key: list[str]) -> bool:
