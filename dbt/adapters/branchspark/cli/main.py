@@ -204,6 +204,9 @@ def gc(obj: Context, grace, drop_run_branches_after, dry_run):
     click.echo(f"{verb} {len(report.deleted_files)} files; kept {report.referenced_files} referenced files "
                f"({report.referenced_segments} segments, {report.referenced_tombstones} tombstones) and "
                f"{len(report.young_orphans)} unreferenced files younger than the grace period")
+    if report.borrowed_files:
+        click.echo(f"kept {report.borrowed_files} borrowed files of imported tables where their source keeps them "
+                   f"({report.unreferenced_borrowed_files} no longer read by any branch): gc never deletes them")
 
 
 cli.add_command(changes)

@@ -30,6 +30,8 @@ from .catalog.state import BranchInfo, DatabaseInfo, TableInfo, TableState
 from .catalog.store import CATALOG_URL_ENV, MAIN, default_catalog_url, utcnow
 from .commit_replay import is_hidden_branch, land_on_moved_head
 from .diff.counts import count_dry_run, count_merged
+from .imports.formats import read_source
+from .imports.landing import land_import
 from .merge import interactive
 from .merge.strategies import merge_branch
 from .operations import ObjectKind, Op
@@ -92,6 +94,9 @@ class GcReport:
     referenced_segments: int = 0
     referenced_tombstones: int = 0
     dropped_branches: list[str] = field(default_factory=list)
+    # Files of imported tables, where their source keeps them: never deleted, referenced or not (docs/import.md)
+    borrowed_files: int = 0
+    unreferenced_borrowed_files: int = 0  # of those, the ones no branch reads any more
 
 
 class Snapshot:
@@ -399,6 +404,21 @@ class Lakehouse:
             current.staged_tables.clear()
         return tx.commit_info
 
+    # --------------------------------------------------------------- import
+    def import_table(self, source: str, name: str, *, branch: str = MAIN, format: str | None = None,
+                     version: int | str | None = None, primary_key: list[str] | None = None,
+                     message: str = "", author: str | None = None) -> CommitInfo:
+        """Make table `name` on `branch` of the table at `source` (a Parquet directory, Hive-partitioned or not; a
+        Delta table at its current or a given version; an Iceberg table at its current or a given snapshot) in
+        ONE commit that writes no data file: its files become borrowed segments, which gc never deletes, and
+        rows its deletes hide become tombstones (docs/import.md). Bad input is one line, nothing committed."""
+        table = read_source(source, format, version)
+        at = f" at {table.format} version {table.version}" if table.version else ""
+        with self.transaction(branch, message=message or f"import {name} from {table.location}{at}",
+                              author=author) as tx:
+            tx.replayable(lambda t: land_import(t, table, name, list(primary_key or [])))
+        return tx.commit_info
+
     # ------------------------------------------------------------------- gc
     def gc(self, grace_seconds: float = 3600.0, dry_run: bool = False,
            drop_run_branches_after: float | None = None) -> GcReport:
@@ -432,7 +452,11 @@ class Lakehouse:
         tables = self.store.tables(version_ids).values()
         segment_ids = {s for t in tables for s in t.segments}
         tombstone_ids = {s for t in tables for s in t.tombstones}
-        keep_roots = {_segment_root(s.path) for s in self.store.segments(segment_ids).values()}
+        referenced = self.store.segments(segment_ids).values()
+        keep_roots = {_segment_root(s.path) for s in referenced if not s.borrowed}
+        borrowed = self.store.borrowed_segments()  # outside the warehouse: counted, never listed nor deleted
+        report.borrowed_files = sum(len(s.files) for s in borrowed)
+        report.unreferenced_borrowed_files = sum(len(s.files) for s in borrowed if s.id not in segment_ids)
         keep_roots |= {t.path for t in self.store.tombstones(tombstone_ids).values()}
         keep_roots |= metadata_roots(tables)  # Iceberg metadata of `branchspark serve`, per table version
         report.referenced_segments, report.referenced_tombstones = len(segment_ids), len(tombstone_ids)

@@ -38,6 +38,9 @@ class SegmentInfo:
     # only the files whose range can hold one of its keys.
     key_ranges: tuple = ()
     key_column: int | None = None  # the column id of key_ranges' values
+    # Files of another system (an import): `path` is their folder's absolute URI and `id` the `_bs_seg` value
+    # their rows carry (no folder of ours names it); gc never deletes them.
+    borrowed: bool = False
 
 
 @dataclass(frozen=True)

@@ -522,7 +522,7 @@ class CatalogStore:
         seg_rows = [{"id": s.id, "table_id": s.table_id, "path": s.path, "seq": s.seq, "schema_id": s.schema_id,
                      "kind": s.kind, "partition_by": list(s.partition_by), "partition_values": s.partition_values,
                      "files": list(s.files), "file_sizes": list(s.file_sizes) or None,
-                     "key_ranges": _key_ranges_row(s)}
+                     "key_ranges": _key_ranges_row(s), "borrowed": s.borrowed}
                     for s in segments]
         if seg_rows:
             conn.execute(insert(m.Segment), seg_rows)
@@ -562,7 +562,7 @@ class CatalogStore:
         return self._load("segment", m.Segment, ids, lambda r: SegmentInfo(
             r.id, r.table_id, r.path, r.seq, r.schema_id, r.kind, tuple(r.partition_by or ()),
             dict(r.partition_values or {}), tuple(r.files or ()), tuple(r.file_sizes or ()),
-            *_key_ranges_of(r.key_ranges)))
+            *_key_ranges_of(r.key_ranges), bool(r.borrowed)))
 
     def tombstones(self, ids: Iterable[str]) -> dict[str, TombstoneInfo]:
         return self._load("tombstone", m.Tombstone, ids, lambda r: TombstoneInfo(
@@ -584,6 +584,12 @@ class CatalogStore:
         with self.engine.connect() as conn:
             return {table_id for model in (m.TableVersion, m.Segment, m.Tombstone)
                     for table_id in conn.execute(select(model.table_id).distinct()).scalars()}
+
+    def borrowed_segments(self) -> list[SegmentInfo]:
+        """Every borrowed segment of the catalog (an import's files, which gc never deletes)."""
+        with self.engine.connect() as conn:
+            ids = list(conn.execute(select(m.Segment.id).where(m.Segment.borrowed.is_(True))).scalars())
+        return list(self.segments(ids).values())
 
     def all_table_version_ids(self) -> set[str]:
         with self.engine.connect() as conn:
