@@ -40,7 +40,9 @@ def read_iceberg(location: str, snapshot_id: int | None) -> SourceTable:
         known = ", ".join(str(s.snapshot_id) for s in table.metadata.snapshots) or "none"
         raise errors.InvalidArgument(f"cannot import {location} at snapshot {snapshot_id}: the Iceberg table has no "
                                      f"such snapshot (its snapshots: {known})")
-    schema = table.schemas()[snapshot.schema_id] if snapshot and snapshot.schema_id is not None else table.schema()
+    # the current schema for the current snapshot (a later rename shows, as engines read it); a given snapshot's own
+    pinned = snapshot_id is not None and snapshot.schema_id is not None
+    schema = table.schemas()[snapshot.schema_id] if pinned else table.schema()
     arrow = schema_to_pyarrow(schema)
     columns = [SourceColumn(f.name, spark_type(a.type, location), f.optional, field_id=f.field_id)
                for f, a in zip(schema.fields, arrow)]
