@@ -139,3 +139,22 @@ def test_bad_input_is_one_line_and_commits_nothing(lh, sources, tmp_path):
         text = str(raised.value)
         assert said in text and "\n" not in text, text
         assert lh.get_branch("main").head == head
+
+
+def test_command_line_import(lh, spark, sources):
+    """`branchspark import`: the same commit as Lakehouse.import_table (no Spark needed), its bad input one line."""
+    runner = CliRunner()
+    done = runner.invoke(cli, ["--warehouse", lh.warehouse.root, "import", sources["plain"], "--as", "raw.plain",
+                               "--branch", "main", "--format", "parquet"])
+    assert done.exit_code == 0, done.output
+    assert "as raw.plain on main" in done.output and "files borrowed, none copied" in done.output
+    same_rows(lh.read("raw.plain"), spark.read.parquet(sources["plain"]))
+    head = lh.get_branch("main").head
+    for args, said in ((["--format", "avro"], "unknown import format 'avro'"),
+                       (["--version", "2", "--snapshot", "3"], "not both"),
+                       (["--primary-key", "bucket", "--as", "raw.keyed"], "repeats primary key")):
+        done = runner.invoke(cli, ["--warehouse", lh.warehouse.root, "import", sources["plain"], "--as", "raw.x", *args])
+        assert done.exit_code != 0 and said in done.output, done.output
+    done = runner.invoke(cli, ["--warehouse", lh.warehouse.root, "import", sources["events"], "--as", "raw.plain"])
+    assert done.output.strip().count("\n") == 0 and "already exists" in done.output
+    assert lh.get_branch("main").head == head

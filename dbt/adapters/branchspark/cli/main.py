@@ -19,6 +19,7 @@ from ..core.spark_errors import storage_error
 from .changes_cmd import changes
 from .diff_cmd import diff
 from .engine_cmd import engine
+from .import_cmd import import_table
 from .log_cmd import log
 from .merge_cmd import abort, merge, merge_status, resolve
 from .output import console
@@ -211,6 +212,7 @@ def gc(obj: Context, grace, drop_run_branches_after, dry_run):
 
 cli.add_command(changes)
 cli.add_command(diff)
+cli.add_command(import_table)
 cli.add_command(log)
 cli.add_command(merge)
 cli.add_command(merge_status)
