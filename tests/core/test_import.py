@@ -8,11 +8,13 @@ import os
 
 import pytest
 from click.testing import CliRunner
+from pyiceberg.catalog.rest import RestCatalog
 from pyspark.sql import functions as F
 
 from dbt.adapters.branchspark.cli.main import cli
 from dbt.adapters.branchspark.core import errors
 from dbt.adapters.branchspark.core.operations import Op
+from tests.iceberg_clients import served
 
 
 def parquet_files(root: str) -> set[str]:
@@ -158,3 +160,17 @@ def test_command_line_import(lh, spark, sources):
     done = runner.invoke(cli, ["--warehouse", lh.warehouse.root, "import", sources["events"], "--as", "raw.plain"])
     assert done.output.strip().count("\n") == 0 and "already exists" in done.output
     assert lh.get_branch("main").head == head
+
+
+def test_served_to_iceberg_clients(lh, spark, sources):
+    """`branchspark serve` names an imported table's borrowed files where they lie (a branchspark delete on them
+    as a position delete): pyiceberg reads what Lakehouse.read does."""
+    lh.import_table(sources["events"], "raw.events")
+    lh.branch("main").delete("raw.events", "id % 4 = 1")
+    expected = sorted(tuple(r) for r in lh.read("raw.events").collect())
+    with served(lh.warehouse.root) as url:
+        table = RestCatalog("bs", uri=url, warehouse="main").load_table(("raw", "events"))
+        data_files = [task.file.file_path for task in table.scan().plan_files()]
+        assert data_files and all(p.startswith(sources["events"]) for p in data_files)
+        got = sorted(tuple(r.values()) for r in table.scan().to_arrow().to_pylist())
+    assert got == expected
