@@ -13,7 +13,13 @@ import pyarrow.parquet as pq
 import pytest
 from pyiceberg.catalog.rest import RestCatalog
 
+from collections import Counter
+
+from click.testing import CliRunner
+
+from dbt.adapters.branchspark.cli.main import cli
 from dbt.adapters.branchspark.core import errors
+from dbt.adapters.branchspark.core.operations import Op
 from tests.core.test_import import source_files
 from tests.iceberg_clients import served
 from tests.core.test_sources_spark41 import DELTA_JARS, _installed
@@ -150,3 +156,30 @@ def test_bad_versions_and_features_are_one_line(lh, built):
         text = str(raised.value)
         assert said in text and "\n" not in text, text
         assert lh.get_branch("main").head == head
+
+
+def test_delta_refresh_brings_each_later_version_as_its_own_changes(lh, spark, built):
+    """Imported at version 2, refreshed: version 3 (a DELETE, deletion vectors) lands as a delete, version 4 (an
+    UPDATE: deletion vectors and a new file) as an update; branch_changes gives exactly the source's changes, and a
+    branch that inserted meanwhile merges with them."""
+    source = built["delta_dv"]
+    imported = lh.import_table(source["path"], "raw.customers", version=2).id
+    lh.create_branch("dev")
+    lh.branch("dev").insert("raw.customers", spark.createDataFrame(
+        [(9999, 1.0, "dev", "east")], "id bigint, amount double, label string, region string"))
+    commits = lh.refresh_import("raw.customers", source=source["path"])
+    assert [lh.store.operations(c.id)[-1].op for c in commits] == [Op.DELETE, Op.UPDATE]
+    assert rows(lh.read("raw.customers")) == source["rows"]
+    changes = lh.sql(f"SELECT id, amount, label, region, _change_type FROM "
+                     f"branch_changes('raw.customers', '{imported}', 'main')")
+    then, now = Counter(map(tuple, source["rows_at_2"])), Counter(map(tuple, source["rows"]))
+    assert rows(changes.where("_change_type = 'delete'").drop("_change_type")) == sorted(map(list, (then - now).elements()))
+    assert rows(changes.where("_change_type = 'insert'").drop("_change_type")) == sorted(map(list, (now - then).elements()))
+    assert lh.refresh_import("raw.customers") == []  # up to date
+    done = CliRunner().invoke(cli, ["--warehouse", lh.warehouse.root, "import", source["path"], "--as",
+                                    "raw.customers", "--refresh"])
+    assert done.exit_code == 0 and "is up to date" in done.output, done.output
+    lh.merge("dev", "main")
+    assert rows(lh.read("raw.customers")) == sorted(source["rows"] + [["9999", "1.0", "dev", "east"]])
+    with pytest.raises(errors.InvalidArgument, match="was imported from"):
+        lh.refresh_import("raw.customers", source=built["delta_cm"]["path"])

@@ -17,15 +17,27 @@ from .output import console
 @click.option("--version", type=int, default=None, help="A Delta table's version (default: its current one).")
 @click.option("--snapshot", type=int, default=None, help="An Iceberg table's snapshot id (default: its current one).")
 @click.option("--primary-key", default=None, metavar="C1,C2", help="Columns that are the table's primary key.")
+@click.option("--refresh", is_flag=True, help="Bring the source's versions since the import (or the last refresh) "
+                                               "as commits of its own changes (Delta).")
 @click.option("--message", "-m", default="", help="The commit's message.")
 @click.option("--author", default=None)
 @click.pass_obj
-def import_table(obj, source, name, branch, format_, version, snapshot, primary_key, message, author):
-    """Make table DB.TABLE of the table at SOURCE (a path or URI), borrowing its files."""
+def import_table(obj, source, name, branch, format_, version, snapshot, primary_key, refresh, message, author):
+    """Make table DB.TABLE of the table at SOURCE (a path or URI), borrowing its files; with --refresh, bring the
+    source's later versions to it."""
     if version is not None and snapshot is not None:
         raise click.UsageError("give --version (Delta) or --snapshot (Iceberg), not both")
     key = [c.strip() for c in primary_key.split(",") if c.strip()] if primary_key else None
     lakehouse = obj.lakehouse
+    if refresh:
+        commits = lakehouse.refresh_import(name, branch=branch, source=source, author=author)
+        for info in commits:
+            detail = lakehouse.store.operations(info.id)[-1].detail
+            console.print(f"{info.short_id} {detail['source_format']} version {detail['source_version']}: "
+                          f"{', '.join(op.op for op in lakehouse.store.operations(info.id))}", soft_wrap=True)
+        console.print(f"[bold]{name}[/bold] on {branch} is up to date with {source}"
+                      + (f" ({len(commits)} new commits)" if commits else ""), soft_wrap=True)
+        return
     info = lakehouse.import_table(source, name, branch=branch, format=format_,
                                   version=snapshot if snapshot is not None else version, primary_key=key,
                                   message=message, author=author)

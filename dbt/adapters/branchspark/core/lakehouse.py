@@ -30,8 +30,10 @@ from .catalog.state import BranchInfo, DatabaseInfo, TableInfo, TableState
 from .catalog.store import CATALOG_URL_ENV, MAIN, default_catalog_url, utcnow
 from .commit_replay import is_hidden_branch, land_on_moved_head
 from .diff.counts import count_dry_run, count_merged
+from .imports.delta_log import delta_changes
 from .imports.formats import read_source
-from .imports.landing import land_import
+from .imports.landing import land_import, land_refresh, recorded_source
+from .imports.source import normalized_location
 from .merge import interactive
 from .merge.strategies import merge_branch
 from .operations import ObjectKind, Op
@@ -418,6 +420,32 @@ class Lakehouse:
                               author=author) as tx:
             tx.replayable(lambda t: land_import(t, table, name, list(primary_key or [])))
         return tx.commit_info
+
+    def refresh_import(self, name: str, *, branch: str = MAIN, source: str | None = None,
+                       author: str | None = None) -> list[CommitInfo]:
+        """Bring the later versions of the Delta table that `name` on `branch` was imported from, each as one commit
+        of that version's own changes (its new files an insert, its removed files and new deletion vectors a
+        delete; both an update), so branch_changes and merges see them row by row (docs/import.md). Returns the
+        commits made (none when the table is up to date). `source`, when given, must be where it was imported from."""
+        table_id = self.snapshot(branch).state(name).id
+        origin = recorded_source(self.log(branch), table_id)
+        if origin is None:
+            raise errors.InvalidArgument(f"table {name} on branch '{branch}' was not imported: nothing to refresh")
+        location = origin.get("refreshed_from") or origin["imported_from"]
+        if source is not None and normalized_location(source) != location:
+            raise errors.InvalidArgument(f"table {name} on branch '{branch}' was imported from {location}, not "
+                                         f"{normalized_location(source)}")
+        if origin["source_format"] != "delta":
+            raise errors.InvalidArgument(f"cannot refresh {name}: refreshing {origin['source_format']} imports is not "
+                                         f"supported yet (Delta tables only)")
+        commits = []
+        for change in delta_changes(location, int(origin["source_version"])):
+            with self.transaction(branch, message=f"refresh {name} from {location} at delta version {change.version}",
+                                  author=author) as tx:
+                tx.replayable(lambda t, c=change: land_refresh(t, name, c, location))
+            if tx.commit_info is not None:
+                commits.append(tx.commit_info)
+        return commits
 
     # ------------------------------------------------------------------- gc
     def gc(self, grace_seconds: float = 3600.0, dry_run: bool = False,

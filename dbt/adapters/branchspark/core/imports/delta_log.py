@@ -7,8 +7,10 @@ from __future__ import annotations
 import json
 import posixpath
 import re
+from dataclasses import dataclass
 from urllib.parse import unquote
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 from pyarrow import fs as pafs
@@ -16,7 +18,7 @@ from pyspark.sql import types as T
 
 from .. import errors
 from . import delta_vectors
-from .source import SourceColumn, SourceTable, filesystem, source_file
+from .source import SourceColumn, SourceFile, SourceTable, filesystem, source_file
 
 _COMMIT = re.compile(r"^(\d{20})\.json$")
 _CHECKPOINT = re.compile(r"^(\d{20})\.checkpoint(?:\.(\d+)\.(\d+))?\.parquet$")
@@ -27,58 +29,129 @@ _PHYSICAL_NAME = "delta.columnMapping.physicalName"
 
 
 def read_delta(location: str, version: int | None) -> SourceTable:
-    fs, base = filesystem(location)
-    log = posixpath.join(base, "_delta_log")
-    try:
-        names = [i.base_name for i in fs.get_file_info(pafs.FileSelector(log)) if i.type == pafs.FileType.File]
-    except (OSError, pa.ArrowException) as exc:
-        raise errors.InvalidArgument(f"cannot import {location}: its Delta log cannot be read: "
-                                     f"{str(exc).strip().splitlines()[0]}") from None
-    commits = {int(m.group(1)): n for n in names if (m := _COMMIT.match(n))}
-    checkpoints: dict[int, list[str]] = {}
-    for name in names:
-        if (m := _CHECKPOINT.match(name)):
-            checkpoints.setdefault(int(m.group(1)), []).append(name)
-    known = set(commits) | set(checkpoints)
-    if not known:
-        raise errors.InvalidArgument(f"cannot import {location}: its _delta_log holds no commit")
-    latest = max(known)
-    target = latest if version is None else version
-    if target < 0 or target > latest:
+    log = _Log(location)
+    target = log.latest if version is None else version
+    if target < 0 or target > log.latest:
         raise errors.InvalidArgument(f"cannot import {location} at version {version}: the Delta table's versions "
-                                     f"go up to {latest}")
-    start = max((v for v in checkpoints if v <= target and _complete(checkpoints[v])), default=None)
-    first = start + 1 if start is not None else 0
-    gone = [v for v in range(first, target + 1) if v not in commits]
-    if gone:
-        if any(_V2_CHECKPOINT.match(n) for n in names):
-            raise errors.InvalidArgument(f"cannot import {location}: it uses v2 checkpoints (reader feature "
-                                         f"v2Checkpoint), which import does not read yet")
-        raise errors.InvalidArgument(f"cannot import {location} at version {target}: its log no longer holds "
-                                     f"version {gone[0]} (cleaned up); import a later version")
-    live: dict[tuple, dict] = {}
-    metadata = protocol = None
-    if start is not None:
-        for action in _checkpoint_actions(fs, log, checkpoints[start], location):
-            if action.get("add"):
-                add = action["add"]
-                live[_file_key(add)] = add
-            metadata = action.get("metaData") or metadata
-            protocol = action.get("protocol") or protocol
-    for number in range(first, target + 1):
-        for action in _commit_actions(fs, posixpath.join(log, commits[number]), location):
-            if "add" in action:
-                live[_file_key(action["add"])] = action["add"]
-            elif "remove" in action:
-                live.pop(_file_key(action["remove"]), None)
-            elif "metaData" in action:
-                metadata = action["metaData"]
-            elif "protocol" in action:
-                protocol = action["protocol"]
-    if metadata is None:
-        raise errors.InvalidArgument(f"cannot import {location}: its log has no table metadata")
-    _check_protocol(protocol or {}, location)
+                                     f"go up to {log.latest}")
+    metadata, protocol, live = log.state(target)
+    _check_protocol(protocol, location)
     return _source(location, target, metadata, list(live.values()))
+
+
+@dataclass
+class VersionChanges:
+    """What one Delta version did to the files of the version before it."""
+
+    version: int
+    added: list[SourceFile]  # new files (`deleted`: what their own deletion vectors hide)
+    removed: list[SourceFile]  # files it no longer lists (`deleted`: what was hidden of them before)
+    hidden: list[SourceFile]  # files whose deletion vector grew (`deleted`: the positions newly hidden)
+
+
+def delta_changes(location: str, since: int) -> list[VersionChanges]:
+    """The changes of every version after `since`, in order: each is what its add and remove actions and its new
+    deletion vectors did (a refresh lands each as one commit). A version that changes the schema, the partition
+    columns or the protocol's reader features is refused in one line."""
+    log = _Log(location)
+    metadata, protocol, live = log.state(since)
+    _check_protocol(protocol, location)
+    out = []
+    for version in range(since + 1, log.latest + 1):
+        after = dict(live)
+        changed_metadata, changed_protocol = metadata, protocol
+        for action in log.actions(version):
+            if "add" in action:
+                after[_file_key(action["add"])] = action["add"]
+            elif "remove" in action:
+                after.pop(_file_key(action["remove"]), None)
+            elif "metaData" in action:
+                changed_metadata = action["metaData"]
+            elif "protocol" in action:
+                changed_protocol = action["protocol"]
+        if (changed_metadata.get("schemaString"), changed_metadata.get("partitionColumns")) != \
+                (metadata.get("schemaString"), metadata.get("partitionColumns")):
+            raise errors.InvalidArgument(f"cannot refresh from {location}: version {version} changed the table's "
+                                         f"schema or partitioning, which a refresh does not follow yet; import it again")
+        _check_protocol(changed_protocol, location)
+        before = {key[0]: add for key, add in live.items()}
+        now = {key[0]: add for key, add in after.items()}
+        added = [_file(location, add, _hidden(location, add)) for path, add in sorted(now.items()) if path not in before]
+        removed = [_file(location, add, _hidden(location, add)) for path, add in sorted(before.items()) if path not in now]
+        hidden = []
+        for path in sorted(set(before) & set(now)):
+            if _file_key(before[path]) != _file_key(now[path]):
+                newly = np.setdiff1d(_hidden(location, now[path]), _hidden(location, before[path]))
+                if len(newly):
+                    hidden.append(_file(location, now[path], newly))
+        out.append(VersionChanges(version, added, removed, hidden))
+        live, metadata, protocol = after, changed_metadata, changed_protocol
+    return out
+
+
+class _Log:
+    """A Delta table's `_delta_log`: its commits and checkpoints, and the table's state at a version."""
+
+    def __init__(self, location: str):
+        self.location = location
+        self.fs, base = filesystem(location)
+        self.path = posixpath.join(base, "_delta_log")
+        try:
+            names = [i.base_name for i in self.fs.get_file_info(pafs.FileSelector(self.path))
+                     if i.type == pafs.FileType.File]
+        except (OSError, pa.ArrowException) as exc:
+            raise errors.InvalidArgument(f"cannot import {location}: its Delta log cannot be read: "
+                                         f"{str(exc).strip().splitlines()[0]}") from None
+        self.names = names
+        self.commits = {int(m.group(1)): n for n in names if (m := _COMMIT.match(n))}
+        self.checkpoints: dict[int, list[str]] = {}
+        for name in names:
+            if (m := _CHECKPOINT.match(name)):
+                self.checkpoints.setdefault(int(m.group(1)), []).append(name)
+        known = set(self.commits) | set(self.checkpoints)
+        if not known:
+            raise errors.InvalidArgument(f"cannot import {location}: its _delta_log holds no commit")
+        self.latest = max(known)
+
+    def actions(self, version: int) -> list[dict]:
+        if version not in self.commits:
+            raise errors.InvalidArgument(f"cannot import {self.location}: its log no longer holds version {version} "
+                                         f"(cleaned up)")
+        return _commit_actions(self.fs, posixpath.join(self.path, self.commits[version]), self.location)
+
+    def state(self, target: int) -> tuple[dict, dict, dict]:
+        """(metadata, protocol, live add actions by file key) at version `target`: from the last complete
+        checkpoint at or before it, then the JSON commits after that."""
+        start = max((v for v in self.checkpoints if v <= target and _complete(self.checkpoints[v])), default=None)
+        first = start + 1 if start is not None else 0
+        gone = [v for v in range(first, target + 1) if v not in self.commits]
+        if gone:
+            if any(_V2_CHECKPOINT.match(n) for n in self.names):
+                raise errors.InvalidArgument(f"cannot import {self.location}: it uses v2 checkpoints (reader feature "
+                                             f"v2Checkpoint), which import does not read yet")
+            raise errors.InvalidArgument(f"cannot import {self.location} at version {target}: its log no longer "
+                                         f"holds version {gone[0]} (cleaned up); import a later version")
+        live: dict[tuple, dict] = {}
+        metadata = protocol = None
+        if start is not None:
+            for action in _checkpoint_actions(self.fs, self.path, self.checkpoints[start], self.location):
+                if action.get("add"):
+                    live[_file_key(action["add"])] = action["add"]
+                metadata = action.get("metaData") or metadata
+                protocol = action.get("protocol") or protocol
+        for number in range(first, target + 1):
+            for action in self.actions(number):
+                if "add" in action:
+                    live[_file_key(action["add"])] = action["add"]
+                elif "remove" in action:
+                    live.pop(_file_key(action["remove"]), None)
+                elif "metaData" in action:
+                    metadata = action["metaData"]
+                elif "protocol" in action:
+                    protocol = action["protocol"]
+        if metadata is None:
+            raise errors.InvalidArgument(f"cannot import {self.location}: its log has no table metadata")
+        return metadata, protocol or {}, live
 
 
 def _source(location: str, version: int, metadata: dict, adds: list[dict]) -> SourceTable:
@@ -92,14 +165,19 @@ def _source(location: str, version: int, metadata: dict, adds: list[dict]) -> So
             raise errors.InvalidArgument(f"cannot import {location}: column '{field.name}' is nested and the table "
                                          f"uses column mapping, which import reads for flat columns only yet")
         columns.append(SourceColumn(field.name, _without_metadata(field.dataType), field.nullable, stored))
-    files = []
-    for add in adds:
-        dv = add.get("deletionVector")
-        deleted = delta_vectors.positions(location, dv) if dv else None
-        values = {k: v for k, v in _as_dict(add.get("partitionValues")).items()}
-        files.append(source_file(location, unquote(add["path"]), add["size"], partition_values=values,
-                                 deleted=deleted))
+    files = [_file(location, add, _hidden(location, add)) for add in adds]
     return SourceTable(location, "delta", str(version), columns, list(metadata.get("partitionColumns") or []), files)
+
+
+def _hidden(location: str, add: dict) -> np.ndarray | None:
+    """The positions an add action's deletion vector hides (None: it has none)."""
+    dv = add.get("deletionVector")
+    return delta_vectors.positions(location, dv) if dv else None
+
+
+def _file(location: str, add: dict, deleted: np.ndarray | None) -> SourceFile:
+    return source_file(location, unquote(add["path"]), add["size"],
+                       partition_values=dict(_as_dict(add.get("partitionValues"))), deleted=deleted)
 
 
 def _check_protocol(protocol: dict, location: str) -> None:
