@@ -183,3 +183,18 @@ def test_delta_refresh_brings_each_later_version_as_its_own_changes(lh, spark, b
     assert rows(lh.read("raw.customers")) == sorted(source["rows"] + [["9999", "1.0", "dev", "east"]])
     with pytest.raises(errors.InvalidArgument, match="was imported from"):
         lh.refresh_import("raw.customers", source=built["delta_cm"]["path"])
+
+
+def test_iceberg_refresh_brings_each_later_snapshot(lh, built):
+    """Imported at its second snapshot, refreshed: the DELETE's snapshot (position deletes) lands as one delete,
+    and branch_changes gives exactly the rows it deleted."""
+    source = built["iceberg"]
+    imported = lh.import_table(source["path"], "lake.orders", version=source["second_snapshot"]).id
+    commits = lh.refresh_import("lake.orders")
+    assert [lh.store.operations(c.id)[-1].op for c in commits] == [Op.DELETE]
+    assert rows(lh.read("lake.orders")) == source["rows"]
+    changes = lh.sql(f"SELECT * FROM branch_changes('lake.orders', '{imported}', 'main')")
+    assert changes.where("_change_type = 'insert'").count() == 0
+    deleted = rows(changes.where("_change_type = 'delete'").select("order_id", "customer", "total"))
+    assert deleted == sorted(r for r in source["rows_at_second"] if r not in source["rows"])
+    assert lh.refresh_import("lake.orders") == []

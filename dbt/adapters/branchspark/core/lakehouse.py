@@ -32,6 +32,7 @@ from .commit_replay import is_hidden_branch, land_on_moved_head
 from .diff.counts import count_dry_run, count_merged
 from .imports.delta_log import delta_changes
 from .imports.formats import read_source
+from .imports.iceberg_table import iceberg_changes
 from .imports.landing import land_import, land_refresh, recorded_source
 from .imports.source import normalized_location
 from .merge import interactive
@@ -423,9 +424,10 @@ class Lakehouse:
 
     def refresh_import(self, name: str, *, branch: str = MAIN, source: str | None = None,
                        author: str | None = None) -> list[CommitInfo]:
-        """Bring the later versions of the Delta table that `name` on `branch` was imported from, each as one commit
-        of that version's own changes (its new files an insert, its removed files and new deletion vectors a
-        delete; both an update), so branch_changes and merges see them row by row (docs/import.md). Returns the
+        """Bring the later versions of the Delta or Iceberg table that `name` on `branch` was imported from, each as
+        one commit of that version's own changes (its new files an insert, its removed files and new deletion vectors
+        or position deletes a delete; both an update), so branch_changes and merges see them row by row
+        (docs/import.md). Returns the
         commits made (none when the table is up to date). `source`, when given, must be where it was imported from."""
         table_id = self.snapshot(branch).state(name).id
         origin = recorded_source(self.log(branch), table_id)
@@ -435,14 +437,16 @@ class Lakehouse:
         if source is not None and normalized_location(source) != location:
             raise errors.InvalidArgument(f"table {name} on branch '{branch}' was imported from {location}, not "
                                          f"{normalized_location(source)}")
-        if origin["source_format"] != "delta":
-            raise errors.InvalidArgument(f"cannot refresh {name}: refreshing {origin['source_format']} imports is not "
-                                         f"supported yet (Delta tables only)")
+        source_format, since = origin["source_format"], int(origin["source_version"])
+        if source_format not in ("delta", "iceberg"):
+            raise errors.InvalidArgument(f"cannot refresh {name}: a {source_format} import has no versions to follow "
+                                         f"(Delta and Iceberg imports do); import it again")
+        changes = delta_changes(location, since) if source_format == "delta" else iceberg_changes(location, since)
         commits = []
-        for change in delta_changes(location, int(origin["source_version"])):
-            with self.transaction(branch, message=f"refresh {name} from {location} at delta version {change.version}",
-                                  author=author) as tx:
-                tx.replayable(lambda t, c=change: land_refresh(t, name, c, location))
+        for change in changes:
+            with self.transaction(branch, message=f"refresh {name} from {location} at {source_format} version "
+                                                  f"{change.version}", author=author) as tx:
+                tx.replayable(lambda t, c=change: land_refresh(t, name, c, location, source_format))
             if tx.commit_info is not None:
                 commits.append(tx.commit_info)
         return commits

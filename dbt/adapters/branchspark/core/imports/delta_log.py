@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import posixpath
 import re
-from dataclasses import dataclass
 from urllib.parse import unquote
 
 import numpy as np
@@ -18,7 +17,7 @@ from pyspark.sql import types as T
 
 from .. import errors
 from . import delta_vectors
-from .source import SourceColumn, SourceFile, SourceTable, filesystem, source_file
+from .source import SourceColumn, SourceFile, SourceTable, VersionChanges, filesystem, source_file
 
 _COMMIT = re.compile(r"^(\d{20})\.json$")
 _CHECKPOINT = re.compile(r"^(\d{20})\.checkpoint(?:\.(\d+)\.(\d+))?\.parquet$")
@@ -37,16 +36,6 @@ def read_delta(location: str, version: int | None) -> SourceTable:
     metadata, protocol, live = log.state(target)
     _check_protocol(protocol, location)
     return _source(location, target, metadata, list(live.values()))
-
-
-@dataclass
-class VersionChanges:
-    """What one Delta version did to the files of the version before it."""
-
-    version: int
-    added: list[SourceFile]  # new files (`deleted`: what their own deletion vectors hide)
-    removed: list[SourceFile]  # files it no longer lists (`deleted`: what was hidden of them before)
-    hidden: list[SourceFile]  # files whose deletion vector grew (`deleted`: the positions newly hidden)
 
 
 def delta_changes(location: str, since: int) -> list[VersionChanges]:
@@ -84,7 +73,7 @@ def delta_changes(location: str, since: int) -> list[VersionChanges]:
                 newly = np.setdiff1d(_hidden(location, now[path]), _hidden(location, before[path]))
                 if len(newly):
                     hidden.append(_file(location, now[path], newly))
-        out.append(VersionChanges(version, added, removed, hidden))
+        out.append(VersionChanges(str(version), added, removed, hidden))
         live, metadata, protocol = after, changed_metadata, changed_protocol
     return out
 

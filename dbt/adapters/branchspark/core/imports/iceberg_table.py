@@ -8,6 +8,7 @@ from __future__ import annotations
 import posixpath
 import re
 from collections import defaultdict
+from dataclasses import replace
 
 import numpy as np
 import pyarrow as pa
@@ -16,25 +17,15 @@ from pyarrow import fs as pafs
 
 from .. import errors
 from ..storage import object_store
-from .source import SourceColumn, SourceTable, filesystem, normalized_location, source_file, spark_type
+from .source import (SourceColumn, SourceFile, SourceTable, VersionChanges, filesystem, normalized_location,
+                     source_file, spark_type)
 
 _FIELD_ID = b"PARQUET:field_id"
 _VERSION = re.compile(r"^v?(\d+)")
 
 
 def read_iceberg(location: str, snapshot_id: int | None) -> SourceTable:
-    # Only here: importing pyiceberg costs about 0.9 s, which every invocation would pay (tests/core/test_imports.py)
-    from pyiceberg.io.pyarrow import schema_to_pyarrow
-    from pyiceberg.manifest import DataFileContent, FileFormat
-    from pyiceberg.table import StaticTable
-
-    metadata_file = location if location.endswith(".metadata.json") else _current_metadata(location)
-    try:
-        table = StaticTable.from_metadata(metadata_file, object_store.client_properties(metadata_file, True))
-    except Exception as exc:  # pyiceberg's own errors, JSON and file-system ones alike: one line
-        raise errors.InvalidArgument(f"cannot import {location}: its Iceberg metadata cannot be read: "
-                                     f"{str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}"
-                                     ) from None
+    table = _load(location)
     snapshot = table.current_snapshot() if snapshot_id is None else table.metadata.snapshot_by_id(snapshot_id)
     if snapshot is None and snapshot_id is not None:
         known = ", ".join(str(s.snapshot_id) for s in table.metadata.snapshots) or "none"
@@ -42,12 +33,71 @@ def read_iceberg(location: str, snapshot_id: int | None) -> SourceTable:
                                      f"such snapshot (its snapshots: {known})")
     # the current schema for the current snapshot (a later rename shows, as engines read it); a given snapshot's own
     pinned = snapshot_id is not None and snapshot.schema_id is not None
-    schema = table.schemas()[snapshot.schema_id] if pinned else table.schema()
-    arrow = schema_to_pyarrow(schema)
-    columns = [SourceColumn(f.name, spark_type(a.type, location), f.optional, field_id=f.field_id)
-               for f, a in zip(schema.fields, arrow)]
+    columns = _columns(table.schemas()[snapshot.schema_id] if pinned else table.schema(), location)
     if snapshot is None:  # a table created without rows
         return SourceTable(location, "iceberg", None, columns, [], [])
+    files = _live_files(table, snapshot, columns, location)
+    return SourceTable(location, "iceberg", str(snapshot.snapshot_id), columns, [], files)
+
+
+def iceberg_changes(location: str, since: int) -> list[VersionChanges]:
+    """The changes of every snapshot after `since` up to the current one (its ancestors), in order: the data files
+    each added and removed and the rows its new position deletes hide (a refresh lands each as one commit). A
+    snapshot written with another schema is refused in one line."""
+    table = _load(location)
+    chain, snapshot = [], table.current_snapshot()
+    while snapshot is not None and snapshot.snapshot_id != since:
+        chain.append(snapshot)
+        parent = snapshot.parent_snapshot_id
+        snapshot = table.metadata.snapshot_by_id(parent) if parent is not None else None
+    if snapshot is None:
+        raise errors.InvalidArgument(f"cannot refresh from {location}: snapshot {since} is not an ancestor of its "
+                                     f"current snapshot (rolled back, or expired); import it again")
+    columns = _columns(table.schemas()[snapshot.schema_id], location)
+    before = {f.uri: f for f in _live_files(table, snapshot, columns, location)}
+    out = []
+    for later in reversed(chain):
+        if later.schema_id != snapshot.schema_id:
+            raise errors.InvalidArgument(f"cannot refresh from {location}: snapshot {later.snapshot_id} was written "
+                                         f"with another schema, which a refresh does not follow yet; import it again")
+        now = {f.uri: f for f in _live_files(table, later, columns, location)}
+        hidden = []
+        for uri in sorted(set(before) & set(now)):
+            newly = np.setdiff1d(_positions(now[uri]), _positions(before[uri]))
+            if len(newly):
+                hidden.append(replace(now[uri], deleted=newly))
+        out.append(VersionChanges(str(later.snapshot_id), [f for u, f in sorted(now.items()) if u not in before],
+                                  [f for u, f in sorted(before.items()) if u not in now], hidden))
+        before = now
+    return out
+
+
+def _load(location: str):
+    # Only here: importing pyiceberg costs about 0.9 s, which every invocation would pay (tests/core/test_imports.py)
+    from pyiceberg.table import StaticTable
+
+    metadata_file = location if location.endswith(".metadata.json") else _current_metadata(location)
+    try:
+        return StaticTable.from_metadata(metadata_file, object_store.client_properties(metadata_file, True))
+    except Exception as exc:  # pyiceberg's own errors, JSON and file-system ones alike: one line
+        raise errors.InvalidArgument(f"cannot import {location}: its Iceberg metadata cannot be read: "
+                                     f"{str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}"
+                                     ) from None
+
+
+def _columns(schema, location: str) -> list[SourceColumn]:
+    from pyiceberg.io.pyarrow import schema_to_pyarrow  # as in _load
+
+    arrow = schema_to_pyarrow(schema)
+    return [SourceColumn(f.name, spark_type(a.type, location), f.optional, field_id=f.field_id)
+            for f, a in zip(schema.fields, arrow)]
+
+
+def _live_files(table, snapshot, columns: list[SourceColumn], location: str) -> list[SourceFile]:
+    """The snapshot's data files, with the rows its position deletes hide; its equality deletes, deletion vectors
+    and files of other formats refused by name."""
+    from pyiceberg.manifest import DataFileContent, FileFormat  # as in _load
+
     for manifest in snapshot.manifests(table.io):
         for entry in manifest.fetch_manifest_entry(table.io, discard_deleted=True):
             data = entry.data_file
@@ -64,13 +114,13 @@ def read_iceberg(location: str, snapshot_id: int | None) -> SourceTable:
     tasks = list(table.scan(snapshot_id=snapshot.snapshot_id).plan_files())
     deletes = _position_deletes({d.file_path for t in tasks for d in t.delete_files}, location)
     by_id = {c.field_id: c.name for c in columns}
-    files = []
-    for task in tasks:
-        path = task.file.file_path
-        positions = deletes.get(path)
-        files.append(source_file(location, _readable(path), task.file.file_size_in_bytes,
-                                 deleted=positions, file_names=_file_names(path, by_id, location)))
-    return SourceTable(location, "iceberg", str(snapshot.snapshot_id), columns, [], files)
+    return [source_file(location, _readable(t.file.file_path), t.file.file_size_in_bytes,
+                        deleted=deletes.get(t.file.file_path), file_names=_file_names(t.file.file_path, by_id, location))
+            for t in tasks]
+
+
+def _positions(file: SourceFile) -> np.ndarray:
+    return file.deleted if file.deleted is not None else np.empty(0, np.int64)
 
 
 def _current_metadata(location: str) -> str:

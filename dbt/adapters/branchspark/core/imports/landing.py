@@ -23,8 +23,7 @@ from ..storage import object_store
 from ..storage.layout import SEGMENT_COLUMN, SEQ_DIGITS, Warehouse
 from ..storage.reader import ROW_FILE, ROW_POS, ROW_SEQ, TOMB_SEQ
 from ..transaction import Transaction
-from .delta_log import VersionChanges
-from .source import SourceFile, SourceTable, arrow_type, filesystem
+from .source import SourceFile, SourceTable, VersionChanges, arrow_type, filesystem
 
 
 def land_import(tx: Transaction, source: SourceTable, name: str, primary_key: list[str] | None) -> None:
@@ -78,10 +77,10 @@ def land_import(tx: Transaction, source: SourceTable, name: str, primary_key: li
               source_format=source.format, source_version=source.version)
 
 
-def land_refresh(tx: Transaction, name: str, change: VersionChanges, location: str) -> None:
+def land_refresh(tx: Transaction, name: str, change: VersionChanges, location: str, source_format: str) -> None:
     """One source version's own changes to imported table `name` as one change on the transaction's branch: its new
     files as borrowed segments (an insert), the rows of files it removed and the rows its deletion vectors newly
-    hide as tombstones (a delete); both at once are an update (SPEC 3.3), so merges and branch_changes see the
+    hide (Delta's deletion vectors, Iceberg's position deletes) as tombstones (a delete); both at once are an update (SPEC 3.3), so merges and branch_changes see the
     source's rows as it changed them."""
     state = tx._writable_table(name)
     if state.primary_key:
@@ -119,7 +118,7 @@ def land_refresh(tx: Transaction, name: str, change: VersionChanges, location: s
         tx.ns.add_tombstone(tombstone)
     tx.ns.put_table(state.evolve(segments=state.segments + tuple(s.id for s in segments),
                                  tombstones=state.tombstones + tuple(t.id for t in deleted + carried)))
-    origin = {"refreshed_from": location, "source_format": "delta", "source_version": str(change.version)}
+    origin = {"refreshed_from": location, "source_format": source_format, "source_version": change.version}
     added = {"segments_added": [s.id for s in segments], "tombstones_added": [t.id for t in carried]}
     if deleted:
         touched = sorted({g for t in deleted for g in first_written_in(t)})

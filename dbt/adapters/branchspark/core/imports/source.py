@@ -62,6 +62,16 @@ class SourceTable:
         return T.StructType([T.StructField(c.name, c.data_type, c.nullable) for c in self.columns])
 
 
+@dataclass
+class VersionChanges:
+    """What one source version (a Delta version, an Iceberg snapshot) did to the files of the one before it."""
+
+    version: str
+    added: list[SourceFile]  # new files (`deleted`: what their own deletion vectors hide)
+    removed: list[SourceFile]  # files it no longer lists (`deleted`: what was hidden of them before)
+    hidden: list[SourceFile]  # files whose deletion vector grew (`deleted`: the positions newly hidden)
+
+
 def normalized_location(source: str) -> str:
     """A source location as the import keeps it: local ones as absolute paths (also `file:` URIs, which
     Spark and pyarrow then read alike), other URIs as given (`s3://` as `s3a://`)."""
