@@ -18,7 +18,7 @@ from .output import console
 @click.option("--snapshot", type=int, default=None, help="An Iceberg table's snapshot id (default: its current one).")
 @click.option("--primary-key", default=None, metavar="C1,C2", help="Columns that are the table's primary key.")
 @click.option("--refresh", is_flag=True, help="Bring the source's versions since the import (or the last refresh) "
-                                               "as commits of its own changes (Delta).")
+                                               "as commits of its own changes (Delta, Iceberg).")
 @click.option("--message", "-m", default="", help="The commit's message.")
 @click.option("--author", default=None)
 @click.pass_obj
