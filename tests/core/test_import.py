@@ -174,3 +174,25 @@ def test_served_to_iceberg_clients(lh, spark, sources):
         assert data_files and all(p.startswith(sources["events"]) for p in data_files)
         got = sorted(tuple(r.values()) for r in table.scan().to_arrow().to_pylist())
     assert got == expected
+
+
+def test_take_ownership_lets_gc_delete_the_files_once_unread(lh, spark, sources, tmp_path):
+    """After `--take-ownership`, gc deletes the files it was handed where they lie once no commit reachable from a
+    branch reads them, and not before; files no table took stay borrowed."""
+    retired = str(tmp_path / "retired")
+    spark.read.parquet(sources["plain"]).write.parquet(retired)  # a source of its own: this test deletes it
+    lh.import_table(sources["plain"], "raw.plain")
+    lh.create_branch("scratch")
+    lh.import_table(retired, "raw.retired", branch="scratch")
+    done = CliRunner().invoke(cli, ["--warehouse", lh.warehouse.root, "import", retired, "--as", "raw.retired",
+                                    "--branch", "scratch", "--take-ownership"])
+    assert done.exit_code == 0 and "are branchspark's now" in done.output, done.output
+    handed = sorted(p for p in source_files(retired) if p.endswith(".parquet"))
+    assert lh.gc(grace_seconds=0).deleted_files == [] and all(os.path.exists(p) for p in handed)  # still read
+    lh.drop_branch("scratch", force=True)
+    dry = lh.gc(grace_seconds=0, dry_run=True)
+    assert sorted(dry.deleted_files) == handed and all(os.path.exists(p) for p in handed)
+    report = lh.gc(grace_seconds=0)
+    assert sorted(report.deleted_files) == handed and not any(os.path.exists(p) for p in handed)
+    assert report.borrowed_files == len([p for p in source_files(sources["plain"]) if p.endswith(".parquet")])
+    same_rows(lh.read("raw.plain"), spark.read.parquet(sources["plain"]))

@@ -19,16 +19,24 @@ from .output import console
 @click.option("--primary-key", default=None, metavar="C1,C2", help="Columns that are the table's primary key.")
 @click.option("--refresh", is_flag=True, help="Bring the source's versions since the import (or the last refresh) "
                                                "as commits of its own changes (Delta, Iceberg).")
+@click.option("--take-ownership", is_flag=True, help="Hand the files DB.TABLE borrows from SOURCE to branchspark (the "
+                                                      "source is retired): gc deletes them once nothing reads them.")
 @click.option("--message", "-m", default="", help="The commit's message.")
 @click.option("--author", default=None)
 @click.pass_obj
-def import_table(obj, source, name, branch, format_, version, snapshot, primary_key, refresh, message, author):
+def import_table(obj, source, name, branch, format_, version, snapshot, primary_key, refresh, take_ownership, message,
+                 author):
     """Make table DB.TABLE of the table at SOURCE (a path or URI), borrowing its files; with --refresh, bring the
-    source's later versions to it."""
+    source's later versions to it; with --take-ownership, hand the files it borrows to branchspark."""
     if version is not None and snapshot is not None:
         raise click.UsageError("give --version (Delta) or --snapshot (Iceberg), not both")
     key = [c.strip() for c in primary_key.split(",") if c.strip()] if primary_key else None
     lakehouse = obj.lakehouse
+    if take_ownership:
+        count = lakehouse.take_ownership(name, branch=branch, source=source)
+        console.print(f"{count} files of {source} that [bold]{name}[/bold] reads on {branch} are branchspark's now: gc "
+                      f"deletes them once no branch reads them", soft_wrap=True)
+        return
     if refresh:
         commits = lakehouse.refresh_import(name, branch=branch, source=source, author=author)
         for info in commits:

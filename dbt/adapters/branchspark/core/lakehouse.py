@@ -34,7 +34,7 @@ from .imports.delta_log import delta_changes
 from .imports.formats import read_source
 from .imports.iceberg_table import iceberg_changes
 from .imports.landing import land_import, land_refresh, recorded_source
-from .imports.source import normalized_location
+from .imports.source import delete_external_file, normalized_location
 from .merge import interactive
 from .merge.strategies import merge_branch
 from .operations import ObjectKind, Op
@@ -90,7 +90,8 @@ def _descendants(pid: int) -> list[int]:
 
 @dataclass
 class GcReport:
-    deleted_files: list[str] = field(default_factory=list)  # orphans deleted (or, in a dry run, to delete)
+    # orphans deleted (or, in a dry run, to delete): below the warehouse, and handed-over import files by URI
+    deleted_files: list[str] = field(default_factory=list)
     kept_files: int = 0  # referenced files plus young orphans
     young_orphans: list[str] = field(default_factory=list)  # unreferenced, but younger than the grace period
     referenced_files: int = 0
@@ -451,6 +452,20 @@ class Lakehouse:
                 commits.append(tx.commit_info)
         return commits
 
+    def take_ownership(self, name: str, *, branch: str = MAIN, source: str | None = None) -> int:
+        """Hand the borrowed files that table `name` on `branch` reads to branchspark, once their source is retired:
+        from then on gc deletes them where they lie when no commit reachable from a branch reads them. Files the
+        table no longer reads on that branch stay borrowed. Returns the number of files handed over."""
+        state = self.snapshot(branch).state(name)
+        segments = [s for s in self.store.segments(state.segments).values() if s.borrowed]
+        if not segments:
+            raise errors.InvalidArgument(f"table {name} on branch '{branch}' reads no borrowed file: nothing to take")
+        if source is not None and not all(s.path.startswith(normalized_location(source)) for s in segments):
+            raise errors.InvalidArgument(f"table {name} on branch '{branch}' reads files outside "
+                                         f"{normalized_location(source)}: name the source it was imported from")
+        self.store.take_ownership(s.id for s in segments)
+        return sum(len(s.files) for s in segments)
+
     # ------------------------------------------------------------------- gc
     def gc(self, grace_seconds: float = 3600.0, dry_run: bool = False,
            drop_run_branches_after: float | None = None) -> GcReport:
@@ -485,10 +500,15 @@ class Lakehouse:
         segment_ids = {s for t in tables for s in t.segments}
         tombstone_ids = {s for t in tables for s in t.tombstones}
         referenced = self.store.segments(segment_ids).values()
-        keep_roots = {_segment_root(s.path) for s in referenced if not s.borrowed}
-        borrowed = self.store.borrowed_segments()  # outside the warehouse: counted, never listed nor deleted
+        keep_roots = {_segment_root(s.path) for s in referenced if not s.external}
+        # Outside the warehouse (imports): borrowed files are counted, never deleted; files handed over
+        # (take_ownership) are deleted where they lie once nothing reads them, as the warehouse's own orphans.
+        external = self.store.external_segments()
+        borrowed = [e for e in external if e.borrowed]
         report.borrowed_files = sum(len(s.files) for s in borrowed)
         report.unreferenced_borrowed_files = sum(len(s.files) for s in borrowed if s.id not in segment_ids)
+        handed_over = [f"{e.path}/{name}" for e in external if not e.borrowed and e.id not in segment_ids
+                       for name in e.files]
         keep_roots |= {t.path for t in self.store.tombstones(tombstone_ids).values()}
         keep_roots |= metadata_roots(tables)  # Iceberg metadata of `branchspark serve`, per table version
         report.referenced_segments, report.referenced_tombstones = len(segment_ids), len(tombstone_ids)
@@ -506,6 +526,10 @@ class Lakehouse:
                     self.warehouse.delete_file(path)
                     if self.fault and len(report.deleted_files) == 1:
                         self.fault("gc.mid_delete")
+        for uri in handed_over:
+            if not dry_run:
+                delete_external_file(uri)
+            report.deleted_files.append(uri)
         report.kept_files = report.referenced_files + len(report.young_orphans)
         if not dry_run:
             self._remove_empty_dirs(keep_roots, table_dirs)

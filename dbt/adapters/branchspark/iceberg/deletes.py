@@ -51,7 +51,7 @@ class DataFileRef:
     def row_file(self) -> str:
         """Its row-id name: the path below the segment root (`_bs_seg=`); a borrowed file's, its segment's id and
         its name (storage/reader.py)."""
-        if self.segment.borrowed:
+        if self.segment.external:
             return f"{self.segment.id}/{posixpath.basename(self.relative)}"
         return self.relative.split(f"{SEGMENT_COLUMN}=", 1)[1]
 

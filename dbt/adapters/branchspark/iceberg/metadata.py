@@ -213,7 +213,7 @@ class _Build:
             for group in refs.values():
                 for ref in group:
                     stats = self.b.stats(ref.relative)
-                    if ref.segment.borrowed and stats.field_ids:
+                    if ref.segment.external and stats.field_ids:
                         # a reader would match the source's field ids against branchspark's column ids
                         raise Unsupported(f"table {self.table_name}: imported file {ref.relative} carries its "
                                           f"source's field ids, which branchspark serve does not describe yet; read "

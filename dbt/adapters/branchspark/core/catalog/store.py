@@ -585,10 +585,22 @@ class CatalogStore:
             return {table_id for model in (m.TableVersion, m.Segment, m.Tombstone)
                     for table_id in conn.execute(select(model.table_id).distinct()).scalars()}
 
-    def borrowed_segments(self) -> list[SegmentInfo]:
-        """Every borrowed segment of the catalog (an import's files, which gc never deletes)."""
+    def take_ownership(self, segment_ids: Iterable[str]) -> None:
+        """Hand borrowed segments' files to this catalog (`import --take-ownership`): gc then deletes them, where they
+        lie, once no commit reachable from a branch reads them. The one change a segment row ever takes."""
+        ids = list(segment_ids)
+        with self._write() as conn, conn.begin():
+            for chunk in _chunks(ids, 500):
+                conn.execute(update(m.Segment).where(m.Segment.id.in_(chunk)).values(borrowed=False))
+        with self._cache_lock:
+            for segment_id in ids:
+                self._cache.pop(("segment", segment_id), None)
+
+    def external_segments(self) -> list[SegmentInfo]:
+        """Segments whose files lie outside the warehouse (imports): borrowed ones, and ones handed over."""
         with self.engine.connect() as conn:
-            ids = list(conn.execute(select(m.Segment.id).where(m.Segment.borrowed.is_(True))).scalars())
+            ids = list(conn.execute(select(m.Segment.id).where(
+                m.Segment.path.like("/%") | m.Segment.path.like("%://%"))).scalars())
         return list(self.segments(ids).values())
 
     def all_table_version_ids(self) -> set[str]:

@@ -86,7 +86,7 @@ def land_refresh(tx: Transaction, name: str, change: VersionChanges, location: s
     if state.primary_key:
         raise errors.InvalidArgument(f"cannot refresh {name}: it has a primary key, which a refresh does not follow "
                                      f"yet")
-    borrowed = {(s.path, f): s for s in tx.ns.segment_infos(state.segments) if s.borrowed for f in s.files}
+    borrowed = {(s.path, f): s for s in tx.ns.segment_infos(state.segments) if s.external for f in s.files}
     if not borrowed:
         raise errors.InvalidArgument(f"cannot refresh {name}: it no longer reads any file of {location} (overwritten "
                                      f"or compacted on branch '{tx.branch}'); import it again")

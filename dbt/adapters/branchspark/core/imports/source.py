@@ -86,6 +86,16 @@ def filesystem(location: str) -> tuple[pafs.FileSystem, str]:
     return object_store.filesystem(location)
 
 
+def delete_external_file(uri: str) -> None:
+    """Delete a file outside the warehouse that branchspark was handed (gc, after `import --take-ownership`); one
+    already gone is no error."""
+    fs, path = filesystem(uri)
+    try:
+        fs.delete_file(path)
+    except FileNotFoundError:
+        pass
+
+
 def join(location: str, relative: str) -> str:
     return posixpath.join(location, relative) if "://" not in location else f"{location.rstrip('/')}/{relative}"
 

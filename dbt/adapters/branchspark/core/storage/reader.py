@@ -45,7 +45,7 @@ ROW_ID_COLUMNS = (SEGMENT_COLUMN, ROW_FILE, ROW_POS, ROW_SEQ)
 HIDDEN_PREFIX = "_bs_"
 # Join-only columns of the data side, dropped before a read returns.
 _J_FILE, _J_POS, _J_ORDER = "_bs_jfile", "_bs_jpos", "_bs_jorder"
-# A borrowed file's row-id name and row position, taken from its scan before the projection.
+# An external file's (an import's) row-id name and row position, taken from its scan before the projection.
 _B_FILE, _B_POS = "_bs_bfile", "_bs_bpos"
 _JOIN_COLUMNS = (_J_FILE, _J_POS, _J_ORDER)
 _BROADCAST_TOMBSTONE_ROWS = 2_000_000
@@ -63,9 +63,9 @@ class VersionLookup(Protocol):
 
 
 def segment_group(segment: SegmentInfo) -> str:
-    """The write a segment came from: the `_bs_seg` value its rows carry (a borrowed segment's id: its files lie
+    """The write a segment came from: the `_bs_seg` value its rows carry (an external segment's id: its files lie
     in another system's folders, which name no segment)."""
-    if segment.borrowed:
+    if segment.external:
         return segment.id
     after = segment.path.split(f"{SEGMENT_COLUMN}=", 1)[1]
     return after.split("/", 1)[0]
@@ -105,18 +105,18 @@ class TableReader:
         groups: dict[tuple, list[SegmentInfo]] = defaultdict(list)
         for segment in segments:
             key = (segment.schema_id, segment.partition_by, segment.kind in STORED_IDENTITY_KINDS,
-                   segment_group(segment) in hit, segment.borrowed)
+                   segment_group(segment) in hit, segment.external)
             groups[key].append(segment)
         # The tombstones' side of an anti-join, built on first need: a keyless table's targeted files drop
         # their deleted rows without it (_targeted_anti_join).
         deleted = None
         parts = []
-        for (schema_id, partition_by, compacted, targeted, borrowed), group in sorted(groups.items(),
+        for (schema_id, partition_by, compacted, targeted, external), group in sorted(groups.items(),
                                                                                        key=lambda kv: kv[0]):
-            if borrowed:
-                # Deletion vectors find a file's vector by its path below `_bs_seg=`, which a borrowed file lacks:
+            if external:
+                # Deletion vectors find a file's vector by its path below `_bs_seg=`, which an external file lacks:
                 # its tombstones are applied by the anti-join.
-                rows = self._read_borrowed(group, self.lookup.schema(schema_id), schema, join_ids=targeted,
+                rows = self._read_external(group, self.lookup.schema(schema_id), schema, join_ids=targeted,
                                            row_ids=with_row_ids, keyed=bool(table.primary_key))
                 if targeted:
                     if deleted is None:
@@ -176,12 +176,12 @@ class TableReader:
                             F.expr(f"CAST(substring({SEGMENT_COLUMN}, 2, {SEQ_DIGITS}) AS BIGINT) AS {ROW_SEQ}")]
         return raw.select(*columns)
 
-    def _read_borrowed(self, segments: list[SegmentInfo], written: Schema, target: Schema, join_ids: bool,
+    def _read_external(self, segments: list[SegmentInfo], written: Schema, target: Schema, join_ids: bool,
                        row_ids: bool, keyed: bool) -> DataFrame:
-        """Borrowed segments (an import's files, where another system keeps them) as _read_group reads own ones:
+        """External segments (an import's files, where the source keeps them) as _read_group reads own ones:
         each segment's files are one scan whose `_bs_seg` and partition values are constants, since their
         folders are not ours; a row's file id is `<segment id>/<file name>`."""
-        raw = _union([self._borrowed_scan(segment, written) for segment in segments])
+        raw = _union([self._external_scan(segment, written) for segment in segments])
         columns = [project_column(written, c) for c in target.columns]
         if join_ids and keyed:
             columns.append(F.expr(f"substring({SEGMENT_COLUMN}, 2, {SEQ_DIGITS}) AS {_J_ORDER}"))
@@ -192,12 +192,13 @@ class TableReader:
                         F.expr(f"CAST(substring({SEGMENT_COLUMN}, 2, {SEQ_DIGITS}) AS BIGINT) AS {ROW_SEQ}")]
         return raw.select(*columns)
 
-    def _borrowed_scan(self, segment: SegmentInfo, written: Schema) -> DataFrame:
-        """One borrowed segment's files with every column of `written` (partition columns from the catalog), its
+    def _external_scan(self, segment: SegmentInfo, written: Schema) -> DataFrame:
+        """One external segment's files with every column of `written` (partition columns from the catalog), its
         `_bs_seg`, and each row's file id and position."""
         values = segment.partition_values
         fields = [T.StructField(c.name, c.data_type, True) for c in written.columns if c.name not in values]
-        scan = self.spark.read.schema(T.StructType(fields)).parquet(*[borrowed_uri(segment, n) for n in segment.files])
+        uris = [external_uri(segment, n) for n in segment.files]
+        scan = self.spark.read.schema(T.StructType(fields)).parquet(*uris)
         columns = [F.lit(values[c.name]).cast(c.data_type).alias(c.name) if c.name in values else F.col(quote(c.name))
                    for c in written.columns]
         columns += [F.lit(segment.id).alias(SEGMENT_COLUMN),
@@ -345,14 +346,14 @@ class TableReader:
         for kind, objects in (("segment", segments), ("tombstone", tombstones)):
             groups: dict[tuple, list] = defaultdict(list)
             for item in objects:
-                groups[(item.schema_id, getattr(item, "borrowed", False))].append(item)
-            for (schema_id, borrowed), group in sorted(groups.items()):
+                groups[(item.schema_id, getattr(item, "external", False))].append(item)
+            for (schema_id, external), group in sorted(groups.items()):
                 written = self.lookup.schema(schema_id)
                 # Data and tombstone files both hold every column of the schema they were written with
                 # (a partition column in a data file's directory, which basePath reads).
                 fields = T.StructType([T.StructField(c.name, c.data_type, True) for c in written.columns])
-                if borrowed:
-                    raw = self._read_borrowed(group, written, written, join_ids=False, row_ids=False, keyed=False)
+                if external:
+                    raw = self._read_external(group, written, written, join_ids=False, row_ids=False, keyed=False)
                 elif kind == "segment":
                     raw = self._load(self.spark.read.schema(fields.add(SEGMENT_COLUMN, T.StringType()))
                                      .option("basePath", self.warehouse.uri(self.warehouse.data_dir(table.id))),
@@ -410,15 +411,15 @@ def _files_in_range(segment: SegmentInfo, column: int, low, high) -> SegmentInfo
 
 
 def _row_file(segment: SegmentInfo, name: str) -> str:
-    """The row-id file name of data file `name`: its path below the segment root (`_bs_seg=`); for a borrowed
+    """The row-id file name of data file `name`: its path below the segment root (`_bs_seg=`); for an external
     file, its segment's id and its name."""
-    if segment.borrowed:
+    if segment.external:
         return f"{segment.id}/{name}"
     return f"{segment.path.split(f'{SEGMENT_COLUMN}=', 1)[1]}/{name}"
 
 
-def borrowed_uri(segment: SegmentInfo, name: str) -> str:
-    """Where a borrowed segment's file `name` lies: its folder is an absolute URI, not below the warehouse."""
+def external_uri(segment: SegmentInfo, name: str) -> str:
+    """Where an external segment's file `name` lies: its folder is an absolute URI, not below the warehouse."""
     return f"{segment.path}/{name}"
 
 
