@@ -129,7 +129,8 @@ def test_bad_input_is_one_line_and_commits_nothing(lh, sources, tmp_path):
         (sources["plain"], {"format": "orc"}, "unknown import format 'orc'"),
         (sources["plain"], {"version": 3}, "a Parquet directory has no versions"),
         (sources["events"], {"name": "raw.plain"}, "already exists"),
-        ("spark_catalog.raw.customers", {}, "give the table's location"),
+        ("spark_catalog.no_such_db.customers", {}, "Spark's catalogs do not have it"),
+        ("customers", {}, "give the table's location"),
         (sources["plain"], {"format": "delta"}, "Delta log cannot be read"),
         (sources["plain"], {"format": "iceberg"}, "metadata"),
         (sources["plain"], {"primary_key": ["bucket"]}, "repeats primary key"),
@@ -196,3 +197,20 @@ def test_take_ownership_lets_gc_delete_the_files_once_unread(lh, spark, sources,
     assert sorted(report.deleted_files) == handed and not any(os.path.exists(p) for p in handed)
     assert report.borrowed_files == len([p for p in source_files(sources["plain"]) if p.endswith(".parquet")])
     same_rows(lh.read("raw.plain"), spark.read.parquet(sources["plain"]))
+
+
+def test_table_of_sparks_catalog_by_name(lh, spark, sources, tmp_path):
+    """A partitioned Parquet table of Spark's session catalog (as a Hive metastore's would be), named: read where
+    its catalog says it lies, its partitions from its folders."""
+    location = str(tmp_path / "catalog_table")
+    spark.sql("CREATE DATABASE IF NOT EXISTS import_catalog_src")
+    spark.sql(f"CREATE TABLE import_catalog_src.events USING parquet PARTITIONED BY (region) LOCATION '{location}' "
+              f"AS SELECT * FROM parquet.`{sources['events']}`")
+    try:
+        info = lh.import_table("spark_catalog.import_catalog_src.events", "raw.events")
+        same_rows(lh.read("raw.events"), spark.table("import_catalog_src.events"))
+        assert lh.store.operations(info.id)[-1].detail["imported_from"] == location
+        assert lh.snapshot("main").table("raw.events").partition_by == ("region",)
+        assert parquet_files(lh.warehouse.root) == set()
+    finally:
+        spark.sql("DROP TABLE IF EXISTS import_catalog_src.events")

@@ -413,10 +413,11 @@ class Lakehouse:
                      version: int | str | None = None, primary_key: list[str] | None = None,
                      message: str = "", author: str | None = None) -> CommitInfo:
         """Make table `name` on `branch` of the table at `source` (a Parquet directory, Hive-partitioned or not; a
-        Delta table at its current or a given version; an Iceberg table at its current or a given snapshot) in
+        Delta table at its current or a given version; an Iceberg table at its current or a given snapshot; or a
+        table of Spark's catalogs by name, `spark_catalog.raw.t`, read where its catalog says it lies) in
         ONE commit that writes no data file: its files become borrowed segments, which gc never deletes, and
         rows its deletes hide become tombstones (docs/import.md). Bad input is one line, nothing committed."""
-        table = read_source(source, format, version)
+        table = read_source(source, format, version, spark=lambda: self.spark)
         at = f" at {table.format} version {table.version}" if table.version else ""
         with self.transaction(branch, message=message or f"import {name} from {table.location}{at}",
                               author=author) as tx:

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Callable
 
 import pyarrow as pa
 from pyarrow import fs as pafs
+from pyspark.sql import SparkSession
 
 from .. import errors
+from .catalog_tables import catalog_table, is_table_name
 from .delta_log import read_delta
 from .iceberg_table import read_iceberg
 from .parquet_dir import read_parquet_dir
@@ -16,14 +19,19 @@ from .source import SourceTable, filesystem, normalized_location
 FORMATS = ("parquet", "hive", "delta", "iceberg")
 
 
-def read_source(source: str, format: str | None = None, version: int | str | None = None) -> SourceTable:
-    """The SourceTable `source` (a path or URI) holds, at `version` (a Delta version, an Iceberg snapshot id) or
-    its current one. Bad input is one line (InvalidArgument); nothing is written."""
-    if not source or ("/" not in source and ":" not in source):
-        raise errors.InvalidArgument(f"cannot import '{source}': give the table's location (a path or URI); "
-                                     f"tables of Spark's catalogs by name are not supported yet")
+def read_source(source: str, format: str | None = None, version: int | str | None = None,
+                spark: Callable[[], SparkSession] | None = None) -> SourceTable:
+    """The SourceTable `source` (a path or URI, or a table of Spark's catalogs, which `spark()` describes) holds, at
+    `version` (a Delta version, an Iceberg snapshot id) or its current one. Bad input is one line
+    (InvalidArgument); nothing is written."""
     if format is not None and format.lower() not in FORMATS:
         raise errors.InvalidArgument(f"unknown import format '{format}': use {', '.join(FORMATS)}")
+    if source and is_table_name(source) and spark is not None:
+        source, found = catalog_table(spark(), source)
+        format = format or found
+    if not source or ("/" not in source and ":" not in source):
+        raise errors.InvalidArgument(f"cannot import '{source}': give the table's location (a path or URI) or "
+                                     f"its name in Spark's catalogs (catalog.database.table)")
     location = normalized_location(source)
     kind = format.lower() if format else detect(location)
     if kind in ("parquet", "hive"):
