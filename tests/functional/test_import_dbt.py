@@ -9,7 +9,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from dbt.adapters.branchspark.core.lakehouse import Lakehouse
-from dbt.tests.util import run_dbt, run_dbt_and_capture
+from dbt.tests.util import run_dbt_and_capture
 
 
 @pytest.fixture(scope="class")
