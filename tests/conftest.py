@@ -161,6 +161,8 @@ SLOWEST_FIRST = [
     "tests/core/test_merge_interactive.py",
     # a served catalog, then Spark with Iceberg's runtime in a JVM of its own: 85-115 s alone at load 5-8 (issue 52)
     "tests/core/test_iceberg_serve.py",
+    # Spark 4.1 building Delta and Iceberg tables in a JVM of its own (45-65 s at load 6), then imports (issue 70)
+    "tests/core/test_import_spark41.py",
     "tests/functional/test_run_landing.py",
     "tests/core/test_merge_rules.py[postgresql]",
     "tests/model/test_compaction_metamorphic.py",

@@ -435,6 +435,27 @@ class BranchSparkAdapter(SparkAdapter):
         return self.list_branches()
 
     @available
+    def import_table(self, source: str, name: str, branch: Optional[str] = None, format: Optional[str] = None,
+                     version=None, primary_key=None, message: Optional[str] = None, refresh: bool = False) -> str:
+        """Make table `name` of the table at `source` in one commit that writes no data file, or with `refresh`
+        bring its source's later versions (macro `import_table`, docs/import.md); returns the line dbt prints."""
+        session = self._handle().branch_session
+        branch = branch or self.config.credentials.branch
+        if refresh:
+            commits = self._run("import_table", lambda: session.lakehouse.refresh_import(
+                str(name), branch=str(branch), source=str(source), author=_author()))
+            if branch == session.branch:
+                session.expose_branch()
+            return f"refreshed {name} on {branch} from {source}: {len(commits)} new commits"
+        key = [c.strip() for c in primary_key.split(",")] if isinstance(primary_key, str) else _as_list(primary_key)
+        info = self._run("import_table", lambda: session.lakehouse.import_table(
+            str(source), str(name), branch=str(branch), format=format, version=version, primary_key=key or None,
+            message=message or "", author=_author()))
+        if branch == session.branch:
+            session.expose_branch()  # this run now reads the imported table
+        return f"imported {source} as {name} on {branch} in commit {str(info.id)[:12]} (no data file copied)"
+
+    @available
     def list_branches(self):
         lakehouse = self._handle().branch_session.lakehouse
         branches = self._run("list_branches", lakehouse.list_branches)

@@ -19,6 +19,7 @@ from ..core.spark_errors import storage_error
 from .changes_cmd import changes
 from .diff_cmd import diff
 from .engine_cmd import engine
+from .import_cmd import import_table
 from .log_cmd import log
 from .merge_cmd import abort, merge, merge_status, resolve
 from .output import console
@@ -204,10 +205,14 @@ def gc(obj: Context, grace, drop_run_branches_after, dry_run):
     click.echo(f"{verb} {len(report.deleted_files)} files; kept {report.referenced_files} referenced files "
                f"({report.referenced_segments} segments, {report.referenced_tombstones} tombstones) and "
                f"{len(report.young_orphans)} unreferenced files younger than the grace period")
+    if report.borrowed_files:
+        click.echo(f"kept {report.borrowed_files} borrowed files of imported tables where their source keeps them "
+                   f"({report.unreferenced_borrowed_files} no longer read by any branch): gc never deletes them")
 
 
 cli.add_command(changes)
 cli.add_command(diff)
+cli.add_command(import_table)
 cli.add_command(log)
 cli.add_command(merge)
 cli.add_command(merge_status)

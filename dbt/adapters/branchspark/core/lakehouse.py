@@ -30,6 +30,11 @@ from .catalog.state import BranchInfo, DatabaseInfo, TableInfo, TableState
 from .catalog.store import CATALOG_URL_ENV, MAIN, default_catalog_url, utcnow
 from .commit_replay import is_hidden_branch, land_on_moved_head
 from .diff.counts import count_dry_run, count_merged
+from .imports.delta_log import delta_changes
+from .imports.formats import read_source
+from .imports.iceberg_table import iceberg_changes
+from .imports.landing import land_import, land_refresh, recorded_source
+from .imports.source import delete_external_file, normalized_location
 from .merge import interactive
 from .merge.strategies import merge_branch
 from .operations import ObjectKind, Op
@@ -85,13 +90,17 @@ def _descendants(pid: int) -> list[int]:
 
 @dataclass
 class GcReport:
-    deleted_files: list[str] = field(default_factory=list)  # orphans deleted (or, in a dry run, to delete)
+    # orphans deleted (or, in a dry run, to delete): below the warehouse, and handed-over import files by URI
+    deleted_files: list[str] = field(default_factory=list)
     kept_files: int = 0  # referenced files plus young orphans
     young_orphans: list[str] = field(default_factory=list)  # unreferenced, but younger than the grace period
     referenced_files: int = 0
     referenced_segments: int = 0
     referenced_tombstones: int = 0
     dropped_branches: list[str] = field(default_factory=list)
+    # Files of imported tables, where their source keeps them: never deleted, referenced or not (docs/import.md)
+    borrowed_files: int = 0
+    unreferenced_borrowed_files: int = 0  # of those, the ones no branch reads any more
 
 
 class Snapshot:
@@ -399,6 +408,65 @@ class Lakehouse:
             current.staged_tables.clear()
         return tx.commit_info
 
+    # --------------------------------------------------------------- import
+    def import_table(self, source: str, name: str, *, branch: str = MAIN, format: str | None = None,
+                     version: int | str | None = None, primary_key: list[str] | None = None,
+                     message: str = "", author: str | None = None) -> CommitInfo:
+        """Make table `name` on `branch` of the table at `source` (a Parquet directory, Hive-partitioned or not; a
+        Delta table at its current or a given version; an Iceberg table at its current or a given snapshot; or a
+        table of Spark's catalogs by name, `spark_catalog.raw.t`, read where its catalog says it lies) in
+        ONE commit that writes no data file: its files become borrowed segments, which gc never deletes, and
+        rows its deletes hide become tombstones (docs/import.md). Bad input is one line, nothing committed."""
+        table = read_source(source, format, version, spark=lambda: self.spark)
+        at = f" at {table.format} version {table.version}" if table.version else ""
+        with self.transaction(branch, message=message or f"import {name} from {table.location}{at}",
+                              author=author) as tx:
+            tx.replayable(lambda t: land_import(t, table, name, list(primary_key or [])))
+        return tx.commit_info
+
+    def refresh_import(self, name: str, *, branch: str = MAIN, source: str | None = None,
+                       author: str | None = None) -> list[CommitInfo]:
+        """Bring the later versions of the Delta or Iceberg table that `name` on `branch` was imported from, each as
+        one commit of that version's own changes (its new files an insert, its removed files and new deletion vectors
+        or position deletes a delete; both an update), so branch_changes and merges see them row by row
+        (docs/import.md). Returns the
+        commits made (none when the table is up to date). `source`, when given, must be where it was imported from."""
+        table_id = self.snapshot(branch).state(name).id
+        origin = recorded_source(self.log(branch), table_id)
+        if origin is None:
+            raise errors.InvalidArgument(f"table {name} on branch '{branch}' was not imported: nothing to refresh")
+        location = origin.get("refreshed_from") or origin["imported_from"]
+        if source is not None and normalized_location(source) != location:
+            raise errors.InvalidArgument(f"table {name} on branch '{branch}' was imported from {location}, not "
+                                         f"{normalized_location(source)}")
+        source_format, since = origin["source_format"], int(origin["source_version"])
+        if source_format not in ("delta", "iceberg"):
+            raise errors.InvalidArgument(f"cannot refresh {name}: a {source_format} import has no versions to follow "
+                                         f"(Delta and Iceberg imports do); import it again")
+        changes = delta_changes(location, since) if source_format == "delta" else iceberg_changes(location, since)
+        commits = []
+        for change in changes:
+            with self.transaction(branch, message=f"refresh {name} from {location} at {source_format} version "
+                                                  f"{change.version}", author=author) as tx:
+                tx.replayable(lambda t, c=change: land_refresh(t, name, c, location, source_format))
+            if tx.commit_info is not None:
+                commits.append(tx.commit_info)
+        return commits
+
+    def take_ownership(self, name: str, *, branch: str = MAIN, source: str | None = None) -> int:
+        """Hand the borrowed files that table `name` on `branch` reads to branchspark, once their source is retired:
+        from then on gc deletes them where they lie when no commit reachable from a branch reads them. Files the
+        table no longer reads on that branch stay borrowed. Returns the number of files handed over."""
+        state = self.snapshot(branch).state(name)
+        segments = [s for s in self.store.segments(state.segments).values() if s.borrowed]
+        if not segments:
+            raise errors.InvalidArgument(f"table {name} on branch '{branch}' reads no borrowed file: nothing to take")
+        if source is not None and not all(s.path.startswith(normalized_location(source)) for s in segments):
+            raise errors.InvalidArgument(f"table {name} on branch '{branch}' reads files outside "
+                                         f"{normalized_location(source)}: name the source it was imported from")
+        self.store.take_ownership(s.id for s in segments)
+        return sum(len(s.files) for s in segments)
+
     # ------------------------------------------------------------------- gc
     def gc(self, grace_seconds: float = 3600.0, dry_run: bool = False,
            drop_run_branches_after: float | None = None) -> GcReport:
@@ -432,7 +500,16 @@ class Lakehouse:
         tables = self.store.tables(version_ids).values()
         segment_ids = {s for t in tables for s in t.segments}
         tombstone_ids = {s for t in tables for s in t.tombstones}
-        keep_roots = {_segment_root(s.path) for s in self.store.segments(segment_ids).values()}
+        referenced = self.store.segments(segment_ids).values()
+        keep_roots = {_segment_root(s.path) for s in referenced if not s.external}
+        # Outside the warehouse (imports): borrowed files are counted, never deleted; files handed over
+        # (take_ownership) are deleted where they lie once nothing reads them, as the warehouse's own orphans.
+        external = self.store.external_segments()
+        borrowed = [e for e in external if e.borrowed]
+        report.borrowed_files = sum(len(s.files) for s in borrowed)
+        report.unreferenced_borrowed_files = sum(len(s.files) for s in borrowed if s.id not in segment_ids)
+        handed_over = [f"{e.path}/{name}" for e in external if not e.borrowed and e.id not in segment_ids
+                       for name in e.files]
         keep_roots |= {t.path for t in self.store.tombstones(tombstone_ids).values()}
         keep_roots |= metadata_roots(tables)  # Iceberg metadata of `branchspark serve`, per table version
         report.referenced_segments, report.referenced_tombstones = len(segment_ids), len(tombstone_ids)
@@ -450,6 +527,10 @@ class Lakehouse:
                     self.warehouse.delete_file(path)
                     if self.fault and len(report.deleted_files) == 1:
                         self.fault("gc.mid_delete")
+        for uri in handed_over:
+            if not dry_run:
+                delete_external_file(uri)
+            report.deleted_files.append(uri)
         report.kept_files = report.referenced_files + len(report.young_orphans)
         if not dry_run:
             self._remove_empty_dirs(keep_roots, table_dirs)

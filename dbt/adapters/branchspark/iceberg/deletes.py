@@ -12,6 +12,7 @@ kinds become position deletes, computed with pyarrow from change-sized inputs wh
 """
 from __future__ import annotations
 
+import posixpath
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -48,7 +49,10 @@ class DataFileRef:
 
     @property
     def row_file(self) -> str:
-        """Its row-id name: the path below the segment root (`_bs_seg=`)."""
+        """Its row-id name: the path below the segment root (`_bs_seg=`); a borrowed file's, its segment's id and
+        its name (storage/reader.py)."""
+        if self.segment.external:
+            return f"{self.segment.id}/{posixpath.basename(self.relative)}"
         return self.relative.split(f"{SEGMENT_COLUMN}=", 1)[1]
 
 
@@ -99,8 +103,8 @@ def position_deletes(warehouse: Warehouse, table: TableState, schema_of, data: l
 
 
 def _read(warehouse: Warehouse, relative: str, columns: list[str]) -> pa.Table:
-    fs, base = files.filesystem(warehouse)
-    return pq.read_table(f"{base}/{relative}", columns=columns, filesystem=fs, partitioning=None)
+    fs, path = files.located(warehouse, relative)
+    return pq.read_table(path, columns=columns, filesystem=fs, partitioning=None)
 
 
 def _keyless(warehouse, ref: DataFileRef, tomb: TombstoneInfo, stored: bool, memo: dict) -> np.ndarray:

@@ -37,8 +37,22 @@ def content_name(prefix: str, parts: Iterable, ext: str) -> str:
 
 def absolute(warehouse: Warehouse, relative: str) -> str:
     """The location a client reads: a local path stays a path, a URI stays a URI (`s3a://` as `s3://`,
-    the scheme pyiceberg, DuckDB and Trino know)."""
-    return object_store.reader_uri(warehouse.uri(relative))
+    the scheme pyiceberg, DuckDB and Trino know). A borrowed file (an import's) is named where it lies."""
+    return object_store.reader_uri(relative if is_borrowed_location(relative) else warehouse.uri(relative))
+
+
+def is_borrowed_location(relative: str) -> bool:
+    """Whether a data file's location is a borrowed file's absolute one (core/imports) rather than a path below
+    the warehouse."""
+    return relative.startswith("/") or "://" in relative
+
+
+def located(warehouse: Warehouse, relative: str) -> tuple[pafs.FileSystem, str]:
+    """(file system, path in it) of a file below the warehouse, or of a borrowed file where it lies."""
+    if is_borrowed_location(relative):
+        return object_store.filesystem(relative)
+    fs, base = filesystem(warehouse)
+    return fs, f"{base}/{relative}"
 
 
 def filesystem(warehouse: Warehouse) -> tuple[pafs.FileSystem, str]:

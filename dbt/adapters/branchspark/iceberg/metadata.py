@@ -101,6 +101,7 @@ class FileStats:
     record_count: int
     size: int
     columns: tuple[str, ...]
+    field_ids: bool = False  # its columns carry Parquet field ids (an Iceberg writer's, or Delta's id mapping)
 
 
 class _BufferFile(OutputFile):
@@ -168,11 +169,13 @@ class MetadataBuilder:
     def stats(self, relative: str) -> FileStats:
         found = self._stats.get(relative)
         if found is None:
-            fs, base = files.filesystem(self.warehouse)
-            with fs.open_input_file(f"{base}/{relative}") as handle:
+            fs, path = files.located(self.warehouse, relative)
+            with fs.open_input_file(path) as handle:
                 footer = pq.read_metadata(handle)
                 size = handle.size()
-            found = FileStats(footer.num_rows, size, tuple(footer.schema.to_arrow_schema().names))
+            arrow = footer.schema.to_arrow_schema()
+            found = FileStats(footer.num_rows, size, tuple(arrow.names),
+                              any(f.metadata and b"PARQUET:field_id" in f.metadata for f in arrow))
             self._stats[relative] = found
         return found
 
@@ -209,7 +212,13 @@ class _Build:
             refs = {s.id: deletes.segment_files(self.warehouse, s) for s in segments}
             for group in refs.values():
                 for ref in group:
-                    file_columns.update(self.b.stats(ref.relative).columns)
+                    stats = self.b.stats(ref.relative)
+                    if ref.segment.external and stats.field_ids:
+                        # a reader would match the source's field ids against branchspark's column ids
+                        raise Unsupported(f"table {self.table_name}: imported file {ref.relative} carries its "
+                                          f"source's field ids, which branchspark serve does not describe yet; read "
+                                          f"the table with Lakehouse.read, dbt or SQL")
+                    file_columns.update(stats.columns)
             snapshot, carried = self._snapshot(version, parent, segments, refs, carried)
             snapshots.append(snapshot)
             log.append(SnapshotLogEntry(snapshot_id=snapshot.snapshot_id, timestamp_ms=snapshot.timestamp_ms))

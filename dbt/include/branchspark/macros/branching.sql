@@ -56,3 +56,18 @@
   {%- endif -%}
   {{ return(names) }}
 {% endmacro %}
+
+{#- Zero-copy import (docs/import.md): the table at `source` (a Parquet directory, a Delta or an Iceberg table)
+    becomes table `as` on `branch` (default: the target's) in one commit that writes no data file.
+    --args '{source: /data/raw/events, as: raw.events, format: delta, version: 3, primary_key: [id]}'
+    (`snapshot` for an Iceberg snapshot id; `as` is a Python keyword, so it is read from kwargs);
+    `refresh: true` brings the source's later versions as commits of its own changes. -#}
+{% macro import_table(source=none, branch=none, format=none, version=none, snapshot=none, primary_key=none,
+                      message=none, refresh=false) %}
+  {%- set name = kwargs.get('as') or kwargs.get('name') -%}
+  {%- if not source or not name -%}
+    {{ exceptions.raise_compiler_error("import_table needs source and as: --args '{source: /data/raw/events, as: raw.events}'") }}
+  {%- endif -%}
+  {{ print(adapter.import_table(source, name, branch, format, snapshot if snapshot is not none else version,
+                                primary_key, message, refresh)) }}
+{% endmacro %}

@@ -7,7 +7,7 @@ The Alembic migrations in `migrations/` create exactly these tables.
 """
 from datetime import datetime
 
-from sqlalchemy import JSON, BigInteger, Boolean, DateTime, ForeignKey, Index, Integer, String, Text
+from sqlalchemy import JSON, BigInteger, Boolean, DateTime, ForeignKey, Index, Integer, String, Text, false
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 
@@ -107,7 +107,7 @@ class Segment(Base):
     __tablename__ = "bs_segments"
     id: Mapped[str] = mapped_column(String(64), primary_key=True)
     table_id: Mapped[str] = mapped_column(String(32), nullable=False, index=True)
-    path: Mapped[str] = mapped_column(Text, nullable=False)  # relative to the warehouse
+    path: Mapped[str] = mapped_column(Text, nullable=False)  # relative to the warehouse (absolute when borrowed)
     seq: Mapped[int] = mapped_column(BigInteger, nullable=False)
     schema_id: Mapped[str] = mapped_column(String(32), nullable=False)
     kind: Mapped[str] = mapped_column(String(16), nullable=False)  # data | update | compaction
@@ -117,6 +117,8 @@ class Segment(Base):
     file_sizes: Mapped[list | None] = mapped_column(JSON, nullable=True)  # their bytes, in order (revision 0004)
     # {"column": column id, "files": [[low, high] or null per file]}: the files' key ranges (revision 0005)
     key_ranges: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    # files another system owns (an import, revision 0006): `path` is then an absolute URI, and gc never deletes them
+    borrowed: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False, server_default=false())
 
 
 class Tombstone(Base):

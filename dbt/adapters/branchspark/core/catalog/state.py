@@ -38,6 +38,15 @@ class SegmentInfo:
     # only the files whose range can hold one of its keys.
     key_ranges: tuple = ()
     key_column: int | None = None  # the column id of key_ranges' values
+    # Files another system owns (an import; `external` below): gc never deletes them. False again once the user
+    # hands them over (take_ownership): gc then deletes them where they lie when nothing reads them.
+    borrowed: bool = False
+
+    @property
+    def external(self) -> bool:
+        """Whether its files lie outside the warehouse (an import's: borrowed, or handed over by take_ownership):
+        `path` is then absolute, and the rows' `_bs_seg` is the segment's id."""
+        return self.path.startswith("/") or "://" in self.path
 
 
 @dataclass(frozen=True)

@@ -522,7 +522,7 @@ class CatalogStore:
         seg_rows = [{"id": s.id, "table_id": s.table_id, "path": s.path, "seq": s.seq, "schema_id": s.schema_id,
                      "kind": s.kind, "partition_by": list(s.partition_by), "partition_values": s.partition_values,
                      "files": list(s.files), "file_sizes": list(s.file_sizes) or None,
-                     "key_ranges": _key_ranges_row(s)}
+                     "key_ranges": _key_ranges_row(s), "borrowed": s.borrowed}
                     for s in segments]
         if seg_rows:
             conn.execute(insert(m.Segment), seg_rows)
@@ -562,7 +562,7 @@ class CatalogStore:
         return self._load("segment", m.Segment, ids, lambda r: SegmentInfo(
             r.id, r.table_id, r.path, r.seq, r.schema_id, r.kind, tuple(r.partition_by or ()),
             dict(r.partition_values or {}), tuple(r.files or ()), tuple(r.file_sizes or ()),
-            *_key_ranges_of(r.key_ranges)))
+            *_key_ranges_of(r.key_ranges), bool(r.borrowed)))
 
     def tombstones(self, ids: Iterable[str]) -> dict[str, TombstoneInfo]:
         return self._load("tombstone", m.Tombstone, ids, lambda r: TombstoneInfo(
@@ -584,6 +584,24 @@ class CatalogStore:
         with self.engine.connect() as conn:
             return {table_id for model in (m.TableVersion, m.Segment, m.Tombstone)
                     for table_id in conn.execute(select(model.table_id).distinct()).scalars()}
+
+    def take_ownership(self, segment_ids: Iterable[str]) -> None:
+        """Hand borrowed segments' files to this catalog (`import --take-ownership`): gc then deletes them, where they
+        lie, once no commit reachable from a branch reads them. The one change a segment row ever takes."""
+        ids = list(segment_ids)
+        with self._write() as conn, conn.begin():
+            for chunk in _chunks(ids, 500):
+                conn.execute(update(m.Segment).where(m.Segment.id.in_(chunk)).values(borrowed=False))
+        with self._cache_lock:
+            for segment_id in ids:
+                self._cache.pop(("segment", segment_id), None)
+
+    def external_segments(self) -> list[SegmentInfo]:
+        """Segments whose files lie outside the warehouse (imports): borrowed ones, and ones handed over."""
+        with self.engine.connect() as conn:
+            ids = list(conn.execute(select(m.Segment.id).where(
+                m.Segment.path.like("/%") | m.Segment.path.like("%://%"))).scalars())
+        return list(self.segments(ids).values())
 
     def all_table_version_ids(self) -> set[str]:
         with self.engine.connect() as conn:

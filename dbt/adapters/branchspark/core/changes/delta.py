@@ -234,7 +234,7 @@ _LOCATION = (f"CASE WHEN {SEGMENT_COLUMN} = substring_index({ROW_FILE}, '/', 1) 
 
 
 def _location_key(segment: SegmentInfo) -> str:
-    if segment.kind in STORED_IDENTITY_KINDS:
+    if segment.kind in STORED_IDENTITY_KINDS or segment.external:
         return segment_group(segment)
     return segment.path.split(f"{SEGMENT_COLUMN}=", 1)[1]
 

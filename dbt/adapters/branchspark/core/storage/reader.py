@@ -45,6 +45,8 @@ ROW_ID_COLUMNS = (SEGMENT_COLUMN, ROW_FILE, ROW_POS, ROW_SEQ)
 HIDDEN_PREFIX = "_bs_"
 # Join-only columns of the data side, dropped before a read returns.
 _J_FILE, _J_POS, _J_ORDER = "_bs_jfile", "_bs_jpos", "_bs_jorder"
+# An external file's (an import's) row-id name and row position, taken from its scan before the projection.
+_B_FILE, _B_POS = "_bs_bfile", "_bs_bpos"
 _JOIN_COLUMNS = (_J_FILE, _J_POS, _J_ORDER)
 _BROADCAST_TOMBSTONE_ROWS = 2_000_000
 # Beyond this many targeted files, the generic anti-join (files unlisted in the plan) plans faster.
@@ -61,7 +63,10 @@ class VersionLookup(Protocol):
 
 
 def segment_group(segment: SegmentInfo) -> str:
-    """The write a segment came from: the `_bs_seg` value its rows carry."""
+    """The write a segment came from: the `_bs_seg` value its rows carry (an external segment's id: its files lie
+    in another system's folders, which name no segment)."""
+    if segment.external:
+        return segment.id
     after = segment.path.split(f"{SEGMENT_COLUMN}=", 1)[1]
     return after.split("/", 1)[0]
 
@@ -100,13 +105,25 @@ class TableReader:
         groups: dict[tuple, list[SegmentInfo]] = defaultdict(list)
         for segment in segments:
             key = (segment.schema_id, segment.partition_by, segment.kind in STORED_IDENTITY_KINDS,
-                   segment_group(segment) in hit)
+                   segment_group(segment) in hit, segment.external)
             groups[key].append(segment)
         # The tombstones' side of an anti-join, built on first need: a keyless table's targeted files drop
         # their deleted rows without it (_targeted_anti_join).
         deleted = None
         parts = []
-        for (schema_id, partition_by, compacted, targeted), group in sorted(groups.items(), key=lambda kv: kv[0]):
+        for (schema_id, partition_by, compacted, targeted, external), group in sorted(groups.items(),
+                                                                                       key=lambda kv: kv[0]):
+            if external:
+                # Deletion vectors find a file's vector by its path below `_bs_seg=`, which an external file lacks:
+                # its tombstones are applied by the anti-join.
+                rows = self._read_external(group, self.lookup.schema(schema_id), schema, join_ids=targeted,
+                                           row_ids=with_row_ids, keyed=bool(table.primary_key))
+                if targeted:
+                    if deleted is None:
+                        deleted = self._deleted_rows(table, schema, tombstones)
+                    rows = self._anti_join(table, rows, deleted, compacted=False)
+                parts.append(rows.drop(*_JOIN_COLUMNS))
+                continue
             if targeted and not compacted and not table.primary_key:
                 per_file = self._targeted_anti_join(table, group, self.lookup.schema(schema_id), schema, tombstones,
                                                     with_row_ids)
@@ -158,6 +175,37 @@ class TableReader:
                             F.expr(f"_metadata.row_index AS {ROW_POS}"),
                             F.expr(f"CAST(substring({SEGMENT_COLUMN}, 2, {SEQ_DIGITS}) AS BIGINT) AS {ROW_SEQ}")]
         return raw.select(*columns)
+
+    def _read_external(self, segments: list[SegmentInfo], written: Schema, target: Schema, join_ids: bool,
+                       row_ids: bool, keyed: bool) -> DataFrame:
+        """External segments (an import's files, where the source keeps them) as _read_group reads own ones:
+        each segment's files are one scan whose `_bs_seg` and partition values are constants, since their
+        folders are not ours; a row's file id is `<segment id>/<file name>`."""
+        raw = _union([self._external_scan(segment, written) for segment in segments])
+        columns = [project_column(written, c) for c in target.columns]
+        if join_ids and keyed:
+            columns.append(F.expr(f"substring({SEGMENT_COLUMN}, 2, {SEQ_DIGITS}) AS {_J_ORDER}"))
+        elif join_ids:
+            columns += [F.expr(f"{_B_FILE} AS {_J_FILE}"), F.expr(f"{_B_POS} AS {_J_POS}")]
+        if row_ids:
+            columns += [F.expr(SEGMENT_COLUMN), F.expr(f"{_B_FILE} AS {ROW_FILE}"), F.expr(f"{_B_POS} AS {ROW_POS}"),
+                        F.expr(f"CAST(substring({SEGMENT_COLUMN}, 2, {SEQ_DIGITS}) AS BIGINT) AS {ROW_SEQ}")]
+        return raw.select(*columns)
+
+    def _external_scan(self, segment: SegmentInfo, written: Schema) -> DataFrame:
+        """One external segment's files with every column of `written` (partition columns from the catalog), its
+        `_bs_seg`, and each row's file id and position."""
+        values = segment.partition_values
+        fields = [T.StructField(c.name, c.data_type, True) for c in written.columns if c.name not in values]
+        uris = [external_uri(segment, n) for n in segment.files]
+        scan = self.spark.read.schema(T.StructType(fields)).parquet(*uris)
+        columns = [F.lit(values[c.name]).cast(c.data_type).alias(c.name) if c.name in values else F.col(quote(c.name))
+                   for c in written.columns]
+        columns += [F.lit(segment.id).alias(SEGMENT_COLUMN),
+                    F.concat(F.lit(f"{segment.id}/"), F.substring_index(F.col("_metadata.file_path"), "/", -1))
+                    .alias(_B_FILE),
+                    F.col("_metadata.row_index").alias(_B_POS)]
+        return scan.select(*columns)
 
     def _reader(self, table, segments, fields: list, with_segment: bool):
         """A Parquet reader of segment files with `fields`, plus the `_bs_seg` partition column when asked
@@ -296,15 +344,17 @@ class TableReader:
         keys = [target.column(k) for k in table.primary_key]
         parts = []
         for kind, objects in (("segment", segments), ("tombstone", tombstones)):
-            groups: dict[str, list] = defaultdict(list)
+            groups: dict[tuple, list] = defaultdict(list)
             for item in objects:
-                groups[item.schema_id].append(item)
-            for schema_id, group in sorted(groups.items()):
+                groups[(item.schema_id, getattr(item, "external", False))].append(item)
+            for (schema_id, external), group in sorted(groups.items()):
                 written = self.lookup.schema(schema_id)
                 # Data and tombstone files both hold every column of the schema they were written with
                 # (a partition column in a data file's directory, which basePath reads).
                 fields = T.StructType([T.StructField(c.name, c.data_type, True) for c in written.columns])
-                if kind == "segment":
+                if external:
+                    raw = self._read_external(group, written, written, join_ids=False, row_ids=False, keyed=False)
+                elif kind == "segment":
                     raw = self._load(self.spark.read.schema(fields.add(SEGMENT_COLUMN, T.StringType()))
                                      .option("basePath", self.warehouse.uri(self.warehouse.data_dir(table.id))),
                                      self._paths(group), group)
@@ -361,8 +411,16 @@ def _files_in_range(segment: SegmentInfo, column: int, low, high) -> SegmentInfo
 
 
 def _row_file(segment: SegmentInfo, name: str) -> str:
-    """The row-id file name of data file `name`: its path below the segment root (`_bs_seg=`)."""
+    """The row-id file name of data file `name`: its path below the segment root (`_bs_seg=`); for an external
+    file, its segment's id and its name."""
+    if segment.external:
+        return f"{segment.id}/{name}"
     return f"{segment.path.split(f'{SEGMENT_COLUMN}=', 1)[1]}/{name}"
+
+
+def external_uri(segment: SegmentInfo, name: str) -> str:
+    """Where an external segment's file `name` lies: its folder is an absolute URI, not below the warehouse."""
+    return f"{segment.path}/{name}"
 
 
 def project_column(written: Schema, column):

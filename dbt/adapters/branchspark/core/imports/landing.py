@@ -1,0 +1,244 @@
+"""A SourceTable landed on a branch: one transaction creates the table and records ONE insert of the source's
+rows, as borrowed segments (its files where they lie, never copied) and, for rows its deletes hide (Delta's
+deletion vectors, Iceberg's position deletes), tombstones: small Parquet files of those rows' images and
+identities, written with pyarrow as storage/writer.py lays tombstones out. No data file is written."""
+from __future__ import annotations
+
+import uuid
+from collections import defaultdict
+from dataclasses import replace
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyspark.sql import types as T
+
+from .. import errors
+from ..catalog.namespace import split_name
+from ..catalog.schema import Schema, history_entry
+from ..catalog.state import SegmentInfo, SegmentKind, TableState
+from ..catalog.tombstones import TombstoneInfo, first_written_in
+from ..operations import ObjectKind, Op
+from ..storage import object_store
+from ..storage.layout import SEGMENT_COLUMN, SEQ_DIGITS, Warehouse
+from ..storage.reader import ROW_FILE, ROW_POS, ROW_SEQ, TOMB_SEQ
+from ..transaction import Transaction
+from .source import SourceFile, SourceTable, VersionChanges, arrow_type, filesystem
+
+
+def land_import(tx: Transaction, source: SourceTable, name: str, primary_key: list[str] | None) -> None:
+    """Create table `name` on the transaction's branch holding `source`'s rows (see the module's doc)."""
+    database, _ = split_name(name)
+    if tx.has_table(name):
+        raise errors.AlreadyExists("table", name, tx.branch)
+    if primary_key and any(f.deleted is not None and len(f.deleted) for f in source.files):
+        raise errors.InvalidArgument(f"cannot import {source.location} with a primary key: it has deleted rows "
+                                     f"(deletion vectors or position deletes), which an import keeps only on "
+                                     f"tables without one yet; import it without --primary-key")
+    if not tx.has_database(database):
+        tx.create_database(database)
+    tx.create_table(name, source.struct(), partition_by=source.partition_by, primary_key=primary_key)
+    state = tx._writable_table(name)
+    table_schema = tx._schema(state)
+    seq = tx._seq()
+    file_schemas: dict[tuple, Schema] = {}
+    by_segment: dict[tuple, list[SourceFile]] = defaultdict(list)
+    for file in source.files:
+        stored = _stored_names(source, file)
+        if stored not in file_schemas:
+            file_schemas[stored] = _file_schema(table_schema, stored)
+        values = tuple(sorted(file.partition_values.items(), key=lambda kv: kv[0]))
+        by_segment[(file.folder, values, stored)].append(file)
+    segments, of_file = [], {}
+    for (folder, values, stored), files in sorted(by_segment.items(), key=lambda kv: (kv[0][0], str(kv[0][1]))):
+        files = sorted(files, key=lambda f: f.name)
+        segment = SegmentInfo(f"s{seq:0{SEQ_DIGITS}d}-{uuid.uuid4().hex}", state.id, folder, seq,
+                              file_schemas[stored].id, SegmentKind.DATA,
+                              tuple(_stored_name(source, c) for c in source.partition_by), dict(values),
+                              tuple(f.name for f in files), tuple(f.size for f in files), borrowed=True)
+        segments.append(segment)
+        of_file.update({f.uri: segment for f in files})
+    schema_ids = {s.schema_id for s in segments} - {table_schema.id}
+    for schema in file_schemas.values():
+        if schema.id in schema_ids:  # readable, out of sight: the names only the source's files use
+            tx.ns.add_schema(schema, state.id)
+    history = state.schema_history + tuple(history_entry(i, seq, visible=False) for i in sorted(schema_ids))
+    tombstones = _write_tombstones(tx.lakehouse.warehouse, state, source, file_schemas, of_file, seq)
+    tx.ns.add_segments(segments)
+    for tombstone in tombstones:
+        tx.ns.add_tombstone(tombstone)
+    tx.ns.put_table(state.evolve(schema_history=history, segments=tuple(s.id for s in segments),
+                                 tombstones=tuple(t.id for t in tombstones)))
+    if primary_key:
+        tx._check_rows(name, state, table_schema, tx.read(name), list(state.primary_key), "primary key",
+                       against_table=False)
+    tx.record(ObjectKind.TABLE, state.id, name, Op.INSERT, seq=seq, segments_added=[s.id for s in segments],
+              tombstones_added=[t.id for t in tombstones], imported_from=source.location,
+              source_format=source.format, source_version=source.version)
+
+
+def land_refresh(tx: Transaction, name: str, change: VersionChanges, location: str, source_format: str) -> None:
+    """One source version's own changes to imported table `name` as one change on the transaction's branch: its new
+    files as borrowed segments (an insert), the rows of files it removed and the rows its deletion vectors newly
+    hide (Delta's deletion vectors, Iceberg's position deletes) as tombstones (a delete); both at once are an update (SPEC 3.3), so merges and branch_changes see the
+    source's rows as it changed them."""
+    state = tx._writable_table(name)
+    if state.primary_key:
+        raise errors.InvalidArgument(f"cannot refresh {name}: it has a primary key, which a refresh does not follow "
+                                     f"yet")
+    borrowed = {(s.path, f): s for s in tx.ns.segment_infos(state.segments) if s.external for f in s.files}
+    if not borrowed:
+        raise errors.InvalidArgument(f"cannot refresh {name}: it no longer reads any file of {location} (overwritten "
+                                     f"or compacted on branch '{tx.branch}'); import it again")
+    written = tx.ns.schema(next(iter(borrowed.values())).schema_id)
+    seq = tx._seq()
+    gone = []  # (the file, with the positions to hide) and its segment
+    for file in change.removed:
+        segment = _borrowed_segment(borrowed, file, name, location, tx.branch)
+        rows = _row_count(file)
+        hidden_before = file.deleted if file.deleted is not None else np.empty(0, np.int64)
+        gone.append((replace(file, deleted=np.setdiff1d(np.arange(rows, dtype=np.int64), hidden_before)), segment))
+    gone += [(file, _borrowed_segment(borrowed, file, name, location, tx.branch)) for file in change.hidden]
+    by_segment: dict[tuple, list[SourceFile]] = defaultdict(list)
+    for file in change.added:
+        by_segment[(file.folder, tuple(sorted(file.partition_values.items())))].append(file)
+    segments, of_file = [], {}
+    for (folder, values), files in sorted(by_segment.items(), key=lambda kv: (kv[0][0], str(kv[0][1]))):
+        files = sorted(files, key=lambda f: f.name)
+        segment = SegmentInfo(f"s{seq:0{SEQ_DIGITS}d}-{uuid.uuid4().hex}", state.id, folder, seq, written.id,
+                              SegmentKind.DATA, next(iter(borrowed.values())).partition_by, dict(values),
+                              tuple(f.name for f in files), tuple(f.size for f in files), borrowed=True)
+        segments.append(segment)
+        of_file.update({f.uri: segment for f in files})
+    own_hidden = [(f, of_file[f.uri]) for f in change.added if f.deleted is not None and len(f.deleted)]
+    deleted = _write_position_tombstone(tx.lakehouse.warehouse, state, written, gone, seq)
+    carried = _write_position_tombstone(tx.lakehouse.warehouse, state, written, own_hidden, seq)
+    tx.ns.add_segments(segments)
+    for tombstone in deleted + carried:
+        tx.ns.add_tombstone(tombstone)
+    tx.ns.put_table(state.evolve(segments=state.segments + tuple(s.id for s in segments),
+                                 tombstones=state.tombstones + tuple(t.id for t in deleted + carried)))
+    origin = {"refreshed_from": location, "source_format": source_format, "source_version": change.version}
+    added = {"segments_added": [s.id for s in segments], "tombstones_added": [t.id for t in carried]}
+    if deleted:
+        touched = sorted({g for t in deleted for g in first_written_in(t)})
+        op = Op.UPDATE if segments else Op.DELETE
+        tx.record(ObjectKind.TABLE, state.id, name, op, seq=seq, segments_touched=touched,
+                  rows=sum(t.row_count for t in deleted), **origin,
+                  **{**added, "tombstones_added": [t.id for t in deleted + carried]})
+    elif segments:
+        tx.record(ObjectKind.TABLE, state.id, name, Op.INSERT, seq=seq, **added, **origin)
+
+
+def recorded_source(commits, table_id: str) -> dict | None:
+    """The newest import or refresh of table `table_id` among `commits` (newest first): its operation's detail
+    (where from, which format, which source version), or None when the table was never imported."""
+    for commit in commits:
+        for op in reversed(commit.operations):
+            if op.object_id == table_id and op.detail.get("source_format") and "source_version" in op.detail:
+                return op.detail
+    return None
+
+
+def _borrowed_segment(borrowed: dict, file: SourceFile, name: str, location: str, branch: str) -> SegmentInfo:
+    found = borrowed.get((file.folder, file.name))
+    if found is None:
+        raise errors.InvalidArgument(f"cannot refresh {name}: {location} changed {file.uri}, which table {name} no "
+                                     f"longer reads on branch '{branch}' (overwritten or compacted); import it again")
+    return found
+
+
+def _row_count(file: SourceFile) -> int:
+    fs, path = filesystem(file.uri)
+    with fs.open_input_file(path) as handle:
+        return pq.read_metadata(handle).num_rows
+
+
+def _write_position_tombstone(warehouse: Warehouse, state: TableState, written: Schema,
+                              files: list[tuple[SourceFile, SegmentInfo]], seq: int) -> list[TombstoneInfo]:
+    """A tombstone of the rows at the `deleted` positions of these borrowed files (none when there are none)."""
+    files = [(f, s) for f, s in files if f.deleted is not None and len(f.deleted)]
+    if not files:
+        return []
+    rows = pa.concat_tables([_deleted_rows(written, f, s, seq) for f, s in files])
+    return [_tombstone_file(warehouse, state, written.id, rows, seq, sorted({s.id for _, s in files}),
+                            sorted({f"{s.id}/{f.name}" for f, s in files}))]
+
+
+def _stored_names(source: SourceTable, file: SourceFile) -> tuple[str, ...]:
+    """The name each source column has in this file's schema (in the source's column order)."""
+    own = dict(file.file_names)
+    return tuple(own.get(c.name, c.file_name) for c in source.columns)
+
+
+def _stored_name(source: SourceTable, column_name: str) -> str:
+    return next(c.file_name for c in source.columns if c.name == column_name)
+
+
+def _file_schema(table_schema: Schema, stored: tuple[str, ...]) -> Schema:
+    """The table's schema, or (when the files use other names) a schema of the same column ids under those names:
+    reads project by id, so the table's names read the files' columns."""
+    if tuple(c.name for c in table_schema.columns) == stored:
+        return table_schema
+    columns = tuple(type(c)(c.id, name, c.type_json, c.nullable, c.default, c.aliases)
+                    for c, name in zip(table_schema.columns, stored))
+    return Schema(uuid.uuid4().hex, columns)
+
+
+def _write_tombstones(warehouse: Warehouse, state: TableState, source: SourceTable, file_schemas: dict,
+                      of_file: dict, seq: int) -> list[TombstoneInfo]:
+    """One tombstone per file schema of the rows the source's deletes hide: their images and identities."""
+    hidden: dict[str, list[SourceFile]] = defaultdict(list)
+    for file in source.files:
+        if file.deleted is not None and len(file.deleted):
+            hidden[of_file[file.uri].schema_id].append(file)
+    schemas = {s.id: s for s in file_schemas.values()}
+    tombstones = []
+    for schema_id, files in sorted(hidden.items()):
+        tombstones += _write_position_tombstone(warehouse, state, schemas[schema_id],
+                                                [(f, of_file[f.uri]) for f in files], seq)
+    return tombstones
+
+
+def _tombstone_file(warehouse: Warehouse, state: TableState, schema_id: str, rows: pa.Table, seq: int,
+                    segments: list[str], row_files: list[str]) -> TombstoneInfo:
+    """`rows` (images and row ids) written as a tombstone of the table, as storage/writer.py lays one out."""
+    relative = warehouse.new_tombstone_dir(state.id, seq)
+    fs, base = object_store.filesystem(warehouse.root)
+    if not warehouse.on_object_store:
+        fs.create_dir(f"{base}/{relative}", recursive=True)
+    name = f"part-00000-{uuid.uuid4().hex}.parquet"
+    pq.write_table(rows, f"{base}/{relative}/{name}", filesystem=fs, coerce_timestamps="us",
+                   allow_truncated_timestamps=True)
+    size = fs.get_file_info(f"{base}/{relative}/{name}").size
+    return TombstoneInfo(uuid.uuid4().hex, state.id, relative, seq, schema_id, rows.num_rows, tuple(segments),
+                         tuple(row_files), (name,), (size,))
+
+
+def _deleted_rows(written: Schema, file: SourceFile, segment: SegmentInfo, seq: int) -> pa.Table:
+    """The rows of `file` (of `segment`) at its deleted positions, in `written`'s columns, with their row ids; `seq`
+    the tombstone's."""
+    fs, path = filesystem(file.uri)
+    with fs.open_input_file(path) as handle:
+        parquet = pq.ParquetFile(handle)
+        present = [c.name for c in written.columns if c.name in parquet.schema_arrow.names]
+        rows = parquet.read(columns=present).take(pa.array(file.deleted, pa.int64()))
+    count = len(file.deleted)
+    columns = {}
+    for column in written.columns:
+        flat = not isinstance(column.data_type, (T.StructType, T.ArrayType, T.MapType))
+        if column.name in rows.column_names:
+            value = rows.column(column.name)
+            columns[column.name] = value.cast(arrow_type(column.data_type)) if flat else value
+        elif column.name in segment.partition_values:
+            text = segment.partition_values[column.name]
+            columns[column.name] = pa.array([text] * count, pa.string()).cast(arrow_type(column.data_type)) \
+                if text is not None else pa.nulls(count, arrow_type(column.data_type))
+        else:
+            columns[column.name] = pa.nulls(count, arrow_type(column.data_type))
+    columns[SEGMENT_COLUMN] = pa.array([segment.id] * count, pa.string())
+    columns[ROW_FILE] = pa.array([f"{segment.id}/{file.name}"] * count, pa.string())
+    columns[ROW_POS] = pa.array(file.deleted, pa.int64())
+    columns[ROW_SEQ] = pa.array(np.full(count, segment.seq, np.int64))
+    columns[TOMB_SEQ] = pa.array(np.full(count, seq, np.int64))
+    return pa.table(columns)
