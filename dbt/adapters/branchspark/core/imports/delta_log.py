@@ -48,16 +48,7 @@ def delta_changes(location: str, since: int) -> list[VersionChanges]:
     out = []
     for version in range(since + 1, log.latest + 1):
         after = dict(live)
-        changed_metadata, changed_protocol = metadata, protocol
-        for action in log.actions(version):
-            if "add" in action:
-                after[_file_key(action["add"])] = action["add"]
-            elif "remove" in action:
-                after.pop(_file_key(action["remove"]), None)
-            elif "metaData" in action:
-                changed_metadata = action["metaData"]
-            elif "protocol" in action:
-                changed_protocol = action["protocol"]
+        changed_metadata, changed_protocol = _replay(log.actions(version), after, metadata, protocol)
         if (changed_metadata.get("schemaString"), changed_metadata.get("partitionColumns")) != \
                 (metadata.get("schemaString"), metadata.get("partitionColumns")):
             raise errors.InvalidArgument(f"cannot refresh from {location}: version {version} changed the table's "
@@ -129,15 +120,7 @@ class _Log:
                 metadata = action.get("metaData") or metadata
                 protocol = action.get("protocol") or protocol
         for number in range(first, target + 1):
-            for action in self.actions(number):
-                if "add" in action:
-                    live[_file_key(action["add"])] = action["add"]
-                elif "remove" in action:
-                    live.pop(_file_key(action["remove"]), None)
-                elif "metaData" in action:
-                    metadata = action["metaData"]
-                elif "protocol" in action:
-                    protocol = action["protocol"]
+            metadata, protocol = _replay(self.actions(number), live, metadata, protocol)
         if metadata is None:
             raise errors.InvalidArgument(f"cannot import {self.location}: its log has no table metadata")
         return metadata, protocol or {}, live
@@ -177,6 +160,21 @@ def _check_protocol(protocol: dict, location: str) -> None:
     if unknown:
         raise errors.InvalidArgument(f"cannot import {location}: Delta reader feature(s) {', '.join(unknown)} "
                                      f"are not supported by import yet")
+
+
+def _replay(actions, live: dict, metadata, protocol) -> tuple:
+    """Apply one version's actions: its adds and removes to `live` (file key -> add action); returns the
+    metadata and protocol after them."""
+    for action in actions:
+        if "add" in action:
+            live[_file_key(action["add"])] = action["add"]
+        elif "remove" in action:
+            live.pop(_file_key(action["remove"]), None)
+        elif "metaData" in action:
+            metadata = action["metaData"]
+        elif "protocol" in action:
+            protocol = action["protocol"]
+    return metadata, protocol
 
 
 def _file_key(action: dict) -> tuple:
