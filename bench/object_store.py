@@ -3,11 +3,13 @@
     python bench/object_store.py [--small 1000000] [--large 10000000 | --large 0] [--changed 10000]
                                  [--port 5000] [--no-dbt] [--trace FOLDER]
 
-For each size, `main` holds a keyed table written by one insert (4 files) and `dev` branches from it. Each
+For each size, `main` holds a keyed table written by one insert in key order (4 files, each a range of ids) and
+`dev` branches from it. Each
 step is one commit on `dev` (or a read of `main`), timed on each warehouse and, on S3, counted by method
 from the server's request log (one line per request; LIST is a GET with list-type): an insert of
 `--changed` rows, an update, an upsert (half replaced, half new), a delete and an overwrite (a rebuild that
-drops rows) of a tenth as many, the merge of dev into main after main moved (a three-way merge), a merge
+drops rows) of a tenth as many (the update and delete by a predicate over every file, `id % 1000 = 0`, and again
+by a range of ids, which reads only the files whose key range can hold one), the merge of dev into main after main moved (a three-way merge), a merge
 that writes nothing (a branch with no changes of its own) and a full read (an aggregate of every row).
 Then one `dbt run` of the sample project (after its seed) on each. --trace writes each step's requests.
 
@@ -93,7 +95,8 @@ def main() -> None:
         stop_server(args.port)
 
 
-STEPS = ("insert", "update", "upsert", "delete", "overwrite", "merge", "merge (nothing to write)", "read")
+STEPS = ("insert", "update", "update by key", "upsert", "delete", "delete by key", "overwrite", "merge",
+         "merge (nothing to write)", "read")
 
 
 def kinds_counter(requests: list[tuple[str, str]]) -> Counter:
@@ -116,6 +119,10 @@ def steps(spark, lakehouse, rows: int, changed: int, rows_of, table: str):
         with lakehouse.transaction("dev", message="update") as tx:
             tx.update(table, f"id % {small_step} = 0", {"balance": "balance + 1"})
 
+    def update_by_key():  # 1k ids in a row: the files whose key range cannot hold one are not read
+        with lakehouse.transaction("dev", message="update by key") as tx:
+            tx.update(table, f"id BETWEEN {rows // 2} AND {rows // 2 + small - 1}", {"balance": "balance + 1"})
+
     def upsert():
         with lakehouse.transaction("dev", message="upsert") as tx:
             half = small // 2
@@ -127,19 +134,26 @@ def steps(spark, lakehouse, rows: int, changed: int, rows_of, table: str):
         with lakehouse.transaction("dev", message="delete") as tx:
             tx.delete(table, f"id % {small_step} = 2")
 
+    def delete_by_key():
+        with lakehouse.transaction("dev", message="delete by key") as tx:
+            tx.delete(table, f"id >= {rows // 4} AND id < {rows // 4 + small}")
+
     def overwrite():  # a rebuild that reproduces all but 1k rows: only its difference is written
         with lakehouse.transaction("dev", message="overwrite") as tx:
             tx.overwrite(table, tx.read(table).where(f"id % {small_step} != 3"))
 
     def merge():  # main moved too: a real three-way merge
         with lakehouse.transaction("main", message="main work") as tx:
-            tx.update(table, f"id % {small_step} = 5", {"name": "concat(name, '-main')"})
+            # 1k rows of the first quarter, none of which dev changed (the key-range steps are beyond it)
+            tx.update(table, f"id % {max(small_step // 4, 1)} = 5 AND id < {rows // 4}",
+                      {"name": "concat(name, '-main')"})
         return "main's own update first"
 
     def read():
         return lakehouse.read(table, "main").agg(F.sum("balance"), F.count(F.lit(1))).collect()
 
-    return insert, update, upsert, delete, overwrite, merge, read
+    return {"insert": insert, "update": update, "update by key": update_by_key, "upsert": upsert, "delete": delete,
+            "delete by key": delete_by_key, "overwrite": overwrite}, merge, read
 
 
 def run(args, url: str, log: RequestLog) -> None:
@@ -168,9 +182,10 @@ def run(args, url: str, log: RequestLog) -> None:
             lakehouse = Lakehouse(spark, warehouse, catalog)
             with lakehouse.transaction("main", message="load") as tx:
                 tx.create_database("bench")
-                tx.create_table_as(TABLE, rows_of(spark, 0, rows).repartition(4), primary_key=["id"])
+                # in key order, as tables whose ids or event times grow are: each file holds a range of ids
+                tx.create_table_as(TABLE, rows_of(spark, 0, rows).repartitionByRange(4, "id"), primary_key=["id"])
             lakehouse.create_branch("dev")
-            insert, update, upsert, delete, overwrite, main_moves, read = steps(
+            writes, main_moves, read = steps(
                 spark, lakehouse, rows, args.changed, rows_of, TABLE)
 
             def measured(label, action):
@@ -184,8 +199,7 @@ def run(args, url: str, log: RequestLog) -> None:
                     name = re.sub(r"\W+", "_", label).strip("_")
                     Path(args.trace, f"{rows}-{name}.txt").write_text("".join(f"{m} {unquote(p)}\n" for m, p in requests))
 
-            for label, action in (("insert", insert), ("update", update), ("upsert", upsert),
-                                  ("delete", delete), ("overwrite", overwrite)):
+            for label, action in writes.items():
                 measured(label, action)
             main_moves()
             measured("merge", lambda: lakehouse.merge("dev", "main"))
@@ -215,7 +229,7 @@ def run(args, url: str, log: RequestLog) -> None:
 
     print(f"\n== a warehouse on S3 (moto on 127.0.0.1) against the local file system; insert of "
           f"{args.changed:,} rows, the other writes {max(args.changed // 10, 1):,} rows")
-    targets = {"insert": 12, "update": 20, "merge (nothing to write)": 2}
+    targets = {"insert": 12, "update": 20, "update by key": 20, "merge (nothing to write)": 2}
     for rows in sizes:
         for label in STEPS:
             s3 = results[(rows, "s3", label)]

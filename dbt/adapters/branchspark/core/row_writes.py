@@ -19,10 +19,12 @@ from . import errors, spark_errors
 from .catalog.schema import Column, Schema, history_entry
 from .catalog.state import SegmentKind, TableState
 from .catalog.tombstones import first_written_in
+from .key_predicates import key_bounds
 from .operations import ObjectKind, Op
 from .storage.difference import KEY_NEW_ROWS, NEW, OLD, SIDE, change_counts, difference, differs, observed_changes
 from .storage.layout import SEGMENT_COLUMN
 from .storage.reader import PREV_FILE, PREV_POS, ROW_FILE, ROW_POS, quote
+from .storage.writer import RANGED_KEY_TYPES
 
 # An upsert finds its keys' range (one small query) to skip files only when the table has at least this many files
 # with a recorded key range: below it, reading every file costs about what the query does. The environment
@@ -137,7 +139,9 @@ class RowWrites:
         self.record(ObjectKind.TABLE, state.id, name, Op.INSERT, seq=seq, segments_added=[s.id for s in segments])
 
     def _filtered(self, name: str, state: TableState, predicate: str | None) -> DataFrame:
-        rows = self.reader.read(state, with_row_ids=True)
+        """The rows (with row ids) matching `predicate`, read only from the files whose recorded key range can hold
+        one when the predicate bounds the first key column (_predicate_key_range)."""
+        rows = self.reader.read(state, with_row_ids=True, key_range=self._predicate_key_range(state, predicate))
         if predicate is None:
             return rows
         try:
@@ -145,6 +149,17 @@ class RowWrites:
         except PySparkException as exc:
             raise errors.InvalidArgument(f"predicate '{predicate}' is not valid on '{name}': "
                                          f"{spark_errors.first_line(exc)}") from None
+
+    def _predicate_key_range(self, state: TableState, predicate: str | None) -> tuple | None:
+        """(column id, low, high) that `predicate` confines the table's first key column to (core/key_predicates.py),
+        when the table's files record ranges of it (a key of a ranged type, not a partition column); else None."""
+        if not predicate or not state.primary_key or state.primary_key[0] in state.partition_by:
+            return None
+        column = self._schema(state).column(state.primary_key[0])
+        if column is None or not isinstance(column.data_type, RANGED_KEY_TYPES):
+            return None
+        bounds = key_bounds(predicate, column.name, column.data_type)
+        return None if bounds is None else (column.id, *bounds)
 
     def _tombstone(self, name: str, state: TableState, doomed: DataFrame, seq: int):
         tombstone = self.lakehouse.writer.write_tombstone(state, self._schema(state), doomed, seq,

@@ -87,7 +87,8 @@ class TableReader:
 
     def read(self, table: TableState, with_row_ids: bool = False, key_range: tuple | None = None) -> DataFrame:
         """The rows of `table`; with_row_ids adds `_bs_seg`, `_bs_file`, `_bs_pos` and `_bs_seq`. key_range,
-        (column id, low, high): at least the rows whose value of that column lies in [low, high], from the files
+        (column id, low, high; None: no bound on that side): at least the rows whose value of that column lies in
+        [low, high], from the files
         whose recorded range of it can hold one (SegmentInfo.key_ranges); other files are not opened."""
         schema = self.lookup.schema(table.schema_id)
         segments = self.lookup.segment_infos(table.segments)
@@ -396,11 +397,12 @@ class TableReader:
 
 
 def _files_in_range(segment: SegmentInfo, column: int, low, high) -> SegmentInfo | None:
-    """`segment` with only the files whose range of `column` (SegmentInfo.key_ranges) meets [low, high], or None
-    when none does. Files without a recorded range of that column stay."""
+    """`segment` with only the files whose range of `column` (SegmentInfo.key_ranges) meets [low, high] (None: no
+    bound on that side), or None when none does. Files without a recorded range of that column stay."""
     if segment.key_column != column or len(segment.key_ranges) != len(segment.files):
         return segment
-    kept = [i for i, known in enumerate(segment.key_ranges) if known is None or (known[0] <= high and low <= known[1])]
+    kept = [i for i, known in enumerate(segment.key_ranges)
+            if known is None or ((high is None or known[0] <= high) and (low is None or low <= known[1]))]
     if not kept:
         return None
     if len(kept) == len(segment.files):

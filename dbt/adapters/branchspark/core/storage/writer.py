@@ -28,7 +28,7 @@ NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 _PARALLEL_WRITES = 4  # Spark jobs writing files at once
 # Key types whose Parquet statistics compare in Python as Spark compares the values (strings: by code point,
 # which is UTF-8's byte order), so a file's recorded range can rule out a key.
-_RANGED_KEY_TYPES = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.StringType)
+RANGED_KEY_TYPES = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.StringType)
 
 
 @dataclass
@@ -70,7 +70,7 @@ class SegmentWriter:
         key column, from the files' footers (SegmentInfo.key_ranges): what lets a later key check skip the
         file. Unchanged for a keyless table, or a key of a type whose ranges are not kept."""
         column = schema.column(table.primary_key[0]) if table.primary_key else None
-        if column is None or column.name in table.partition_by or not isinstance(column.data_type, _RANGED_KEY_TYPES):
+        if column is None or column.name in table.partition_by or not isinstance(column.data_type, RANGED_KEY_TYPES):
             return segments
         files = [(f"{s.path}/{name}", size) for s in segments for name, size in zip(s.files, s.file_sizes)]
         if not files or any(len(s.files) != len(s.file_sizes) for s in segments):
