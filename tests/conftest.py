@@ -146,7 +146,8 @@ SLOWEST_FIRST = [
     "tests/model/test_engine_against_model.py",
     "tests/core/test_crash_and_gc.py[postgresql]",
     "tests/engine/test_engine.py",
-    # Spark 4.1 in a JVM of its own (a Hive metastore, Delta, Iceberg) under a dbt project's whole flow (issue 68)
+    # Spark 4.1 in a JVM of its own (a Hive metastore, Delta, Iceberg) under a dbt project's whole flow (issue 68),
+    # then the Delta and Iceberg tables the import tests (issue 70, the same scope) import
     "tests/core/test_sources_spark41.py",
     "tests/core/test_crash_and_gc.py[sqlite]",
     "tests/core/test_concurrency.py",
@@ -161,8 +162,6 @@ SLOWEST_FIRST = [
     "tests/core/test_merge_interactive.py",
     # a served catalog, then Spark with Iceberg's runtime in a JVM of its own: 85-115 s alone at load 5-8 (issue 52)
     "tests/core/test_iceberg_serve.py",
-    # Spark 4.1 building Delta and Iceberg tables in a JVM of its own (45-65 s at load 6), then imports (issue 70)
-    "tests/core/test_import_spark41.py",
     "tests/functional/test_run_landing.py",
     "tests/core/test_merge_rules.py[postgresql]",
     "tests/model/test_compaction_metamorphic.py",
@@ -184,6 +183,9 @@ KEEP_CATALOGS_TOGETHER = {"tests/core/test_concurrency.py"}
 # Each test of these is a scope of its own: the model test's two table kinds take 15-30 minutes each, and
 # one worker running both would end the suite long after the other.
 ONE_SCOPE_PER_TEST = {"tests/model/test_engine_against_model.py", "tests/model/test_compaction_metamorphic.py"}
+# Modules that share one scope: the import tests (issue 70) read tables the Spark 4.1 sources flow builds in its
+# JVM (tests/spark41_flow.py), so the worker that runs the flow runs them too.
+SHARED_SCOPE = {"tests/core/test_import_spark41.py": "tests/core/test_sources_spark41.py"}
 _CATALOG_PARAM = re.compile(r"\[(?:[^\]]*-)?(sqlite|postgresql)(?:-[^\]]*)?\]$")
 
 
@@ -191,6 +193,8 @@ def _scope(nodeid: str) -> str:
     """xdist's scope of a test (its class, else its module), with its catalog kind when it has one."""
     if nodeid.split("::")[0] in ONE_SCOPE_PER_TEST:
         return nodeid
+    if nodeid.split("::")[0] in SHARED_SCOPE:
+        return SHARED_SCOPE[nodeid.split("::")[0]]
     scope = nodeid.rsplit("::", 1)[0]
     kind = _CATALOG_PARAM.search(nodeid)
     if kind is None or scope.split("::")[0] in KEEP_CATALOGS_TOGETHER:

@@ -1,6 +1,8 @@
 """Source tables for tests/core/test_import_spark41.py, written by Spark 4.1 with Delta's and Iceberg's runtimes:
-run by .venv-peers' Python, one JVM. Reads the request (directory, jars) as JSON on stdin; writes each table's
-location, versions and rows (as text, sorted) as JSON on stdout. branchspark is not used here.
+`build` runs in the JVM of the Spark 4.1 sources flow (tests/spark41_sources.py), which has both runtimes, so the
+suite starts one Spark 4.1 JVM, not two; run alone (`main`), it reads the request (directory, jars) as JSON on
+stdin. Either way it returns each table's location, versions and rows (as text, sorted). branchspark is not used
+here.
 
 - `delta_dv`: Delta, partitioned by region, deletion vectors on: two inserts (versions 1, 2), a DELETE and an
   UPDATE (deletion vectors, version 3 and 4);
@@ -43,19 +45,25 @@ def main() -> None:
         "spark.sql.shuffle.partitions": "1",
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
-        "spark.databricks.delta.snapshotPartitions": "1",  # a log of a few versions: one task, not 50
     }
     for key, value in config.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    seen = build(spark, root, os.path.join(root, "iceberg"))
+    spark.stop()
+    json.dump(seen, sys.stdout)
+
+
+def build(spark, root: str, lake_warehouse: str) -> dict:
+    """Write the tables under `root` (Delta, by path) and as `lake.db.orders` (Iceberg: `spark`'s catalog `lake`,
+    a Hadoop catalog at `lake_warehouse`); returns what the tests compare with."""
+    spark.conf.set("spark.databricks.delta.snapshotPartitions", "1")  # a log of a few versions: one task, not 50
     seen: dict = {"phases": []}
     started = time.monotonic()
 
     def phase(name: str) -> None:  # where the time went (on a shared machine, wall time says little alone)
         seen["phases"].append(f"{time.monotonic() - started:6.1f} s: {name}")
-
-    phase("session")
 
     dv = os.path.join(root, "delta_dv")
     spark.sql(f"CREATE TABLE delta.`{dv}` (id BIGINT, amount DOUBLE, label STRING, region STRING) USING delta "
@@ -102,12 +110,11 @@ def main() -> None:
     spark.sql("ALTER TABLE lake.db.orders RENAME COLUMN customer TO buyer")
     frame = spark.table("lake.db.orders")
     deletes = spark.sql("SELECT count(*) FROM lake.db.orders.delete_files").collect()[0][0]
-    seen["iceberg"] = {"path": os.path.join(root, "iceberg", "db", "orders"), "rows": rows(frame),
+    seen["iceberg"] = {"path": os.path.join(lake_warehouse, "db", "orders"), "rows": rows(frame),
                        "columns": frame.columns, "second_snapshot": second, "rows_at_second": at_second,
                        "delete_files": deletes}
     phase("iceberg")
-    spark.stop()
-    json.dump(seen, sys.stdout)
+    return seen
 
 
 if __name__ == "__main__":

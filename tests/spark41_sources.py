@@ -6,7 +6,8 @@ metastore (Derby, no server), `lake.raw.orders` in an Iceberg catalog beside it 
 appends; `dev` rebuilds and sees the new rows while `main` keeps what it merged. `Lakehouse.sql` and
 `branchspark sql -e` read the metastore, the Iceberg catalog and the branch in one query, and the bad inputs
 are run from dbt and from the command line. Run with the request (directories, jars) as JSON on stdin; writes
-what it saw as JSON on stdout, which tests/core/test_sources_spark41.py asserts.
+what it saw as JSON on stdout, which tests/core/test_sources_spark41.py asserts. With `import_dir` it then writes
+the Delta and Iceberg tables tests/core/test_import_spark41.py imports (tests/spark41_import_sources.py).
 """
 from __future__ import annotations
 
@@ -309,6 +310,10 @@ def main() -> None:
                                     "--vars", json.dumps({"sources_as_of": first_commit}))
     seen["dev_unchanged"] = lakehouse.get_branch("dev").head == dev_head
     phase("errors")
+    if request.get("import_dir"):  # the sources of tests/core/test_import_spark41.py, in this JVM: none of its own
+        from spark41_import_sources import build
+        seen["import_sources"] = build(spark, request["import_dir"], str(root / "iceberg"))
+        phase("import sources")
     seen["phases"] = phases
     json.dump(seen, sys.__stdout__)
 

@@ -1,13 +1,11 @@
 """Zero-copy import of Delta and Iceberg tables (issue 70), built by Spark 4.1 with Delta's and Iceberg's runtimes
-(tests/spark41_import_sources.py, one .venv-peers process for the module) and imported by this suite's Spark:
+(tests/spark41_import_sources.py, in the JVM of the Spark 4.1 sources flow: tests/core/test_sources_spark41.py) and imported by this suite's Spark:
 rows equal the source's at its current and at an older version; no data file is written (only the tombstones of
 rows that deletion vectors and position deletes hide, as small Parquet files of those rows); gc leaves every
 source file in place; later writes merge row by row; bad input is one line with the branch head unmoved."""
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 
 import pyarrow.parquet as pq
 import pytest
@@ -22,30 +20,13 @@ from dbt.adapters.branchspark.core import errors
 from dbt.adapters.branchspark.core.operations import Op
 from tests.core.test_import import source_files
 from tests.iceberg_clients import served
-from tests.core.test_sources_spark41 import DELTA_JARS, _installed
-from tests.missing import missing
-from tests.spark_iceberg import PEERS_PYTHON, REPO, iceberg_runtime_jar
-
-BUILDER = os.path.join(REPO, "tests", "spark41_import_sources.py")
+from tests.spark41_flow import spark41_flow
 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    absent = [a for a in _installed() if "branchspark" not in a]  # the builder runs plain pyspark 4.1
-    if absent:
-        missing(f"Spark 4.1 with Delta and Iceberg is not installed ({', '.join(absent)} missing): run `make spark41`")
-    root = tmp_path_factory.mktemp("import41")
-    request = {"dir": str(root), "delta_jars": DELTA_JARS, "iceberg_jar": iceberg_runtime_jar()}
-    env = {k: v for k, v in os.environ.items() if k not in ("SPARK_HOME", "PYTHONPATH", "PYSPARK_PYTHON",
-                                                             "PYSPARK_DRIVER_PYTHON", "SPARK_REMOTE")}
-    env["PYSPARK_PYTHON"] = PEERS_PYTHON
-    done = subprocess.run([PEERS_PYTHON, BUILDER], input=json.dumps(request), capture_output=True, text=True,
-                          timeout=900, env=env, cwd=str(root))
-    if done.returncode != 0:
-        raise AssertionError(f"building the Spark 4.1 sources failed ({done.returncode}): {done.stderr[-4000:]}")
-    seen = json.loads(done.stdout)
-    print("building the Spark 4.1 sources:", *seen["phases"], sep="\n  ")  # where its time went (shown with -s)
-    return seen
+    """The sources, built in the Spark 4.1 flow's JVM (tests/spark41_flow.py)."""
+    return spark41_flow(tmp_path_factory)["import_sources"]
 
 
 def rows(frame) -> list:

@@ -3,55 +3,19 @@
 branchspark on pyspark 4.1 with Delta 4.4 and Iceberg 1.12 (`make spark41`): sources in a Hive metastore (a Delta
 and a Parquet table) and in an Iceberg catalog named with `database:`, read by a dbt project on a branch that
 merges into protected main, then by `Lakehouse.sql` and `branchspark sql -e` beside the branch's tables; the bad
-inputs as one line each. The whole flow runs in one process of .venv-peers (tests/spark41_sources.py, one JVM),
+inputs as one line each. The whole flow runs in one process of .venv-peers (tests/spark41_sources.py, one JVM; tests/spark41_flow.py),
 since this suite's own pyspark (4.3) has neither Delta's nor Iceberg's runtime; the tests here assert what it saw.
 """
 from __future__ import annotations
 
-import glob
-import json
-import os
-import subprocess
-
 import pytest
 
-from tests.depth import LONG
-from tests.missing import missing
-from tests.spark_iceberg import PEERS_PYTHON, REPO, iceberg_runtime_jar
-
-DELTA_JARS = os.path.join(REPO, ".jars", "peers")
-FLOW = os.path.join(REPO, "tests", "spark41_sources.py")
-
-
-def _installed() -> list[str]:
-    absent = []
-    if not os.path.exists(PEERS_PYTHON) or subprocess.run(
-            [PEERS_PYTHON, "-c", "import dbt.adapters.branchspark"], capture_output=True).returncode != 0:
-        absent.append("branchspark in .venv-peers")
-    if not glob.glob(os.path.join(DELTA_JARS, "delta-spark_*.jar")):
-        absent.append(".jars/peers/delta-spark_*.jar")
-    if not iceberg_runtime_jar():
-        absent.append(".jars/spark-iceberg/iceberg-spark-runtime-*.jar")
-    return absent
+from tests.spark41_flow import spark41_flow
 
 
 @pytest.fixture(scope="module")
 def flow(tmp_path_factory):
-    absent = _installed()
-    if absent:
-        missing(f"branchspark on Spark 4.1 is not installed ({', '.join(absent)} missing): run `make spark41`")
-    root = tmp_path_factory.mktemp("sources41")
-    request = {"dir": str(root), "delta_jars": DELTA_JARS, "iceberg_jar": iceberg_runtime_jar(), "full": LONG}
-    env = {k: v for k, v in os.environ.items() if k not in ("SPARK_HOME", "PYTHONPATH", "PYSPARK_PYTHON",
-                                                             "PYSPARK_DRIVER_PYTHON", "SPARK_REMOTE")}
-    env["PYSPARK_PYTHON"] = PEERS_PYTHON
-    done = subprocess.run([PEERS_PYTHON, FLOW], input=json.dumps(request), capture_output=True, text=True,
-                          timeout=1800, env=env, cwd=str(root))
-    if done.returncode != 0:
-        raise AssertionError(f"the Spark 4.1 sources flow failed ({done.returncode}): {done.stderr[-4000:]}")
-    seen = json.loads(done.stdout)
-    print("the Spark 4.1 sources flow:", *seen["phases"], sep="\n  ")  # where its time went (shown with -s)
-    return seen
+    return spark41_flow(tmp_path_factory)
 
 
 def _said(step: dict) -> str:
