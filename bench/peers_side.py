@@ -79,13 +79,14 @@ class Peers:
         self.spark.sql(sql).write.format("noop").mode("overwrite").save()
 
     # ---------------------------------------------------------------- commands
-    def setup(self, total: int) -> dict:
+    def setup(self, total: int, kinds: tuple = KINDS) -> dict:
         data = rows(self.spark, 0, total).repartition(4)
         start = time.perf_counter()
-        (data.write.format("delta").option("delta.enableDeletionVectors", "true")
-         .option("delta.enableChangeDataFeed", "true").save(self.delta))
+        if "delta" in kinds:
+            (data.write.format("delta").option("delta.enableDeletionVectors", "true")
+             .option("delta.enableChangeDataFeed", "true").save(self.delta))
         self.spark.sql("CREATE NAMESPACE IF NOT EXISTS ice.bench")
-        for mode in ("cow", "mor"):
+        for mode in [kind.split("_")[1] for kind in kinds if kind.startswith("iceberg_")]:
             write_mode = "copy-on-write" if mode == "cow" else "merge-on-read"
             data.writeTo(f"ice.bench.events_{mode}").tableProperty("format-version", "2").tableProperty(
                 "write.merge.mode", write_mode).tableProperty("write.update.mode", write_mode).tableProperty(
@@ -132,6 +133,33 @@ class Peers:
         start = time.perf_counter()
         total = list(self.spark.sql(f"SELECT {', '.join(ROW_HASH_SUM)} FROM {self.table(kind)}").collect()[0])
         return {"seconds": time.perf_counter() - start, "sum": total}
+
+    def change_rows(self, kind: str, total: int, changed: int, round_index: int) -> dict:
+        """The source moves on (bench/import.py): a third of `changed` rows updated, a third deleted (both spread
+        over the table) and a third inserted past its ids, as three commits; returns the version after."""
+        third = max(changed // 3, 1)
+        step = max(total // third, 1)
+        table = self.table(kind)
+        updated, deleted = (f"id % {step} = {2 * round_index}", f"id % {step} = {2 * round_index + 1}")
+        counts = {"updated": self.spark.sql(f"SELECT count(*) FROM {table} WHERE {updated}").collect()[0][0],
+                  "deleted": self.spark.sql(f"SELECT count(*) FROM {table} WHERE {deleted}").collect()[0][0],
+                  "inserted": third}
+        start = time.perf_counter()
+        self.spark.sql(f"UPDATE {table} SET amount = amount + 0.25 WHERE {updated}")
+        self.spark.sql(f"DELETE FROM {table} WHERE {deleted}")
+        first = total + round_index * changed
+        new = rows(self.spark, first, first + third)
+        if kind == "delta":
+            new.write.format("delta").mode("append").save(self.delta)
+        else:
+            new.writeTo(table).append()
+        return {"seconds": time.perf_counter() - start, "after": self._version(kind), **counts}
+
+    def location(self, kind: str) -> dict:
+        """Where a table lies, for an import by path."""
+        if kind == "delta":
+            return {"seconds": 0.0, "path": self.delta}
+        return {"seconds": 0.0, "path": f"{self.root}/iceberg/bench/events_{kind.split('_')[1]}"}
 
     def count(self, kind: str) -> dict:
         return {"seconds": 0.0, "count": self.spark.sql(f"SELECT count(*) FROM {self.table(kind)}").collect()[0][0]}

@@ -1,0 +1,94 @@
+"""Zero-copy import (issue 70) against copying the rows in, side by side in one run.
+
+    python bench/import.py [--rows 10000000] [--changes 10000,100000]
+
+A Delta table (deletion vectors on) and an Iceberg table (format 2, merge-on-read) of `--rows` rows are written by
+Spark 4.1 with Delta's and Iceberg's runtimes (bench/peers_side.py in .venv-peers, `make peers`): the tables a
+team already has. For each, branchspark (this Python's Spark 4.3) imports it (`Lakehouse.import_table`: one commit,
+its files borrowed) and, beside it, copies it in (a CTAS of the imported table's rows, which writes every row);
+printed: seconds, bytes written under the warehouse and the ratio (targets: >= 100x faster, 0 data bytes). Then
+the source moves on by Spark 4.1 (a third of N rows updated, a third deleted, a third inserted: three commits) and
+`refresh_import` brings the three commits, for each N of `--changes`: seconds, and the rows `branch_changes`
+gives against the rows changed (target: the cost follows the changes, not the table).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import scratch_dir, spark_session  # noqa: E402
+from peers import PeersProcess, dir_bytes  # noqa: E402
+
+from dbt.adapters.branchspark.core.changes import table_changes  # noqa: E402
+from dbt.adapters.branchspark.core.lakehouse import Lakehouse  # noqa: E402
+
+KINDS = ("delta", "iceberg_mor")
+
+
+def timed(action):
+    start = time.perf_counter()
+    result = action()
+    return time.perf_counter() - start, result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=10_000_000)
+    parser.add_argument("--changes", default="10000,100000", help="rows changed per refresh, comma-separated")
+    args = parser.parse_args()
+    changes = [int(n) for n in args.changes.split(",")]
+    root = scratch_dir("import")
+    print(f"load average {os.getloadavg()[0]:.2f}; {args.rows:,} rows per source", flush=True)
+    peers = PeersProcess(root)
+    built = peers("setup", total=args.rows, kinds=list(KINDS))
+    print(f"sources written by Spark {peers.version}: {built['seconds']:.1f} s", flush=True)
+    spark = spark_session()
+    # branchspark loads pyiceberg on its first Iceberg import (about 1 s, once per process, as Spark's JVM
+    # starts once): loaded here, so each import below is timed as a warm session runs it, as the CTAS is
+    loaded, _ = timed(lambda: __import__("pyiceberg.table"))
+    print(f"pyiceberg loaded once per process: {loaded:.2f} s", flush=True)
+    warehouse = os.path.join(root, "warehouse")
+    lh = Lakehouse(spark, warehouse)
+    with lh.transaction("main", message="database") as tx:
+        tx.create_database("bench")
+    try:
+        for kind in KINDS:
+            source = peers("location", kind=kind)["path"]
+            name, copy = f"bench.{kind}", f"bench.{kind}_copy"
+            before = dir_bytes(warehouse)
+            imported, _ = timed(lambda: lh.import_table(source, name, format=kind.split("_")[0]))
+            import_bytes = dir_bytes(warehouse) - before
+            rows = lh.read(name).count()
+
+            def ctas():
+                with lh.transaction("main", message="copy in") as tx:
+                    tx.create_table_as(copy, lh.read(name))
+
+            before = dir_bytes(warehouse)
+            copied, _ = timed(ctas)
+            copy_bytes = dir_bytes(warehouse) - before
+            print(f"  {kind:<12} import {imported:7.2f} s, {import_bytes:>12,} bytes written | CTAS copy "
+                  f"{copied:7.2f} s, {copy_bytes:>12,} bytes | {copied / imported:6.1f}x faster "
+                  f"(target >= 100x: {'ok' if copied / imported >= 100 else 'UNDER'}), {rows:,} rows", flush=True)
+            for round_index, changed in enumerate(changes):
+                moved = peers("change_rows", kind=kind, total=args.rows, changed=changed, round_index=round_index)
+                head = lh.snapshot("main").commit_id
+                seconds, commits = timed(lambda: lh.refresh_import(name))
+                feed = table_changes(lh, name, head, lh.snapshot("main").commit_id)
+                counted = {r[0]: r[1] for r in feed.groupBy("_change_type").count().collect()}
+                # an updated row is a delete and an insert (SPEC 4)
+                exact = counted == {"delete": moved["updated"] + moved["deleted"],
+                                    "insert": moved["updated"] + moved["inserted"]}
+                print(f"  {kind:<12} refresh after {changed:>7,} changed rows ({moved['seconds']:.1f} s at the "
+                      f"source): {seconds:6.2f} s, {len(commits)} commits, feed {dict(sorted(counted.items()))} "
+                      f"({'exact' if exact else 'NOT the changes made'})", flush=True)
+    finally:
+        peers.close()
+        lh.store.dispose()
+
+
+if __name__ == "__main__":
+    main()
