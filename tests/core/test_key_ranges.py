@@ -220,3 +220,14 @@ def test_key_bounds_hold_every_row_spark_matches(spark):
                 value = row[column]
                 assert (low is None or low <= value) and (high is None or value <= high), (text, bounds, value)
     assert bounded >= 100, bounded  # most predicates bound their column: the check above is not empty
+
+
+def test_a_predicate_too_deep_to_read_bounds_nothing():
+    """A generated predicate of thousands of terms (an OR per key) is beyond sqlglot's recursion: it bounds nothing
+    (every file is read) rather than failing the update or delete."""
+    from pyspark.sql import types as T
+
+    from dbt.adapters.branchspark.core.key_predicates import key_bounds
+
+    assert key_bounds(" OR ".join(f"id = {i}" for i in range(3000)), "id", T.LongType()) is None
+    assert key_bounds(" OR ".join(f"id = {i}" for i in range(50)), "id", T.LongType()) == (0, 49)

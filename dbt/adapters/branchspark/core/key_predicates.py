@@ -36,9 +36,9 @@ def key_bounds(predicate: str, column: str, data_type: T.DataType) -> tuple | No
         return None
     try:
         tree = sqlglot.parse_one(predicate, read="spark")
-    except (SqlglotError, ValueError):
+        bounds = _bounds(tree, column.lower(), kind)
+    except (SqlglotError, ValueError, RecursionError):  # text sqlglot cannot read (Spark may): no bounds
         return None
-    bounds = _bounds(tree, column.lower(), kind)
     return None if bounds is None or bounds == (None, None) else bounds
 
 
