@@ -214,3 +214,28 @@ def test_table_of_sparks_catalog_by_name(lh, spark, sources, tmp_path):
         assert parquet_files(lh.warehouse.root) == set()
     finally:
         spark.sql("DROP TABLE IF EXISTS import_catalog_src.events")
+
+
+def test_iceberg_table_written_by_pyiceberg_with_a_delete_imports_without_copying(lh, spark, tmp_path):
+    """An Iceberg table no column of which was ever renamed (written by PyIceberg, as ingestion scripts write them):
+    its files' names are the table's, so no footer is read for them; a delete PyIceberg wrote as a copy-on-write
+    rewrite leaves the old file out of the snapshot. Rows equal the source's; no data file is written."""
+    import pyarrow as pa
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    catalog = SqlCatalog("ingest", uri=f"sqlite:///{tmp_path}/ingest.db", warehouse=f"file://{tmp_path}/ingest")
+    catalog.create_namespace("raw")
+    batch = pa.table({"id": pa.array(range(500), pa.int64()), "kind": pa.array([f"k{i % 4}" for i in range(500)])})
+    table = catalog.create_table("raw.events", schema=batch.schema)
+    table.append(batch.slice(0, 300))
+    table.append(batch.slice(300, 200))
+    table.delete("id < 50")
+    location = table.metadata_location
+    before = source_files(str(tmp_path / "ingest"))
+    lh.import_table(location, "raw.events", format="iceberg")
+    assert lh.read("raw.events").count() == 450
+    expected = spark.createDataFrame(table.scan().to_arrow().to_pandas())
+    same_rows(lh.read("raw.events").select("id", "kind"), expected.select("id", "kind"))
+    written = [p for p in parquet_files(lh.warehouse.root)]
+    assert written == [], written  # no data file, and no tombstone: the delete rewrote its file
+    assert source_files(str(tmp_path / "ingest")) == before

@@ -8,6 +8,7 @@ from __future__ import annotations
 import posixpath
 import re
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 import numpy as np
@@ -21,6 +22,7 @@ from .source import (SourceColumn, SourceFile, SourceTable, VersionChanges, file
                      source_file, spark_type)
 
 _FIELD_ID = b"PARQUET:field_id"
+_FOOTER_READS = 8  # footers read side by side (on S3, a GET each)
 _VERSION = re.compile(r"^v?(\d+)")
 
 
@@ -114,9 +116,21 @@ def _live_files(table, snapshot, columns: list[SourceColumn], location: str) -> 
     tasks = list(table.scan(snapshot_id=snapshot.snapshot_id).plan_files())
     deletes = _position_deletes({d.file_path for t in tasks for d in t.delete_files}, location)
     by_id = {c.field_id: c.name for c in columns}
+    if _renamed_ever(table, by_id):  # each file's names from its footer's field ids, footers read side by side
+        with ThreadPoolExecutor(max_workers=min(len(tasks), _FOOTER_READS) or 1) as pool:
+            names = list(pool.map(lambda t: _file_names(t.file.file_path, by_id, location), tasks))
+    else:  # no column was ever renamed: every file stores the names the table has
+        names = [()] * len(tasks)
     return [source_file(location, _readable(t.file.file_path), t.file.file_size_in_bytes,
-                        deleted=deletes.get(t.file.file_path), file_names=_file_names(t.file.file_path, by_id, location))
-            for t in tasks]
+                        deleted=deletes.get(t.file.file_path), file_names=file_names)
+            for t, file_names in zip(tasks, names)]
+
+
+def _renamed_ever(table, by_id: dict[int, str]) -> bool:
+    """Whether a schema of the table's history named one of these columns (by field id) otherwise: only then
+    can a data file hold a name the table no longer has."""
+    return any(by_id.get(field.field_id, field.name) != field.name
+               for schema in table.metadata.schemas for field in schema.fields)
 
 
 def _positions(file: SourceFile) -> np.ndarray:

@@ -1,7 +1,8 @@
 """A SourceTable landed on a branch: one transaction creates the table and records ONE insert of the source's
 rows, as borrowed segments (its files where they lie, never copied) and, for rows its deletes hide (Delta's
 deletion vectors, Iceberg's position deletes), tombstones: small Parquet files of those rows' images and
-identities, written with pyarrow as storage/writer.py lays tombstones out. No data file is written."""
+identities, picked from the borrowed files by Spark (only the positions leave the driver) and written by
+storage/writer.py. No data file is written."""
 from __future__ import annotations
 
 import uuid
@@ -10,7 +11,7 @@ from dataclasses import replace
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
+from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
 from .. import errors
@@ -19,11 +20,10 @@ from ..catalog.schema import Schema, history_entry
 from ..catalog.state import SegmentInfo, SegmentKind, TableState
 from ..catalog.tombstones import TombstoneInfo, first_written_in
 from ..operations import ObjectKind, Op
-from ..storage import object_store
-from ..storage.layout import SEGMENT_COLUMN, SEQ_DIGITS, Warehouse
-from ..storage.reader import ROW_FILE, ROW_POS, ROW_SEQ, TOMB_SEQ
+from ..storage.layout import SEQ_DIGITS
+from ..storage.reader import ROW_FILE, ROW_POS
 from ..transaction import Transaction
-from .source import SourceFile, SourceTable, VersionChanges, arrow_type, filesystem
+from .source import SourceFile, SourceTable, VersionChanges
 
 
 def land_import(tx: Transaction, source: SourceTable, name: str, primary_key: list[str] | None) -> None:
@@ -63,7 +63,7 @@ def land_import(tx: Transaction, source: SourceTable, name: str, primary_key: li
         if schema.id in schema_ids:  # readable, out of sight: the names only the source's files use
             tx.ns.add_schema(schema, state.id)
     history = state.schema_history + tuple(history_entry(i, seq, visible=False) for i in sorted(schema_ids))
-    tombstones = _write_tombstones(tx.lakehouse.warehouse, state, source, file_schemas, of_file, seq)
+    tombstones = _write_tombstones(tx, state, source, file_schemas, of_file, seq)
     tx.ns.add_segments(segments)
     for tombstone in tombstones:
         tx.ns.add_tombstone(tombstone)
@@ -92,13 +92,9 @@ def land_refresh(tx: Transaction, name: str, change: VersionChanges, location: s
                                      f"or compacted on branch '{tx.branch}'); import it again")
     written = tx.ns.schema(next(iter(borrowed.values())).schema_id)
     seq = tx._seq()
-    gone = []  # (the file, with the positions to hide) and its segment
-    for file in change.removed:
-        segment = _borrowed_segment(borrowed, file, name, location, tx.branch)
-        rows = _row_count(file)
-        hidden_before = file.deleted if file.deleted is not None else np.empty(0, np.int64)
-        gone.append((replace(file, deleted=np.setdiff1d(np.arange(rows, dtype=np.int64), hidden_before)), segment))
-    gone += [(file, _borrowed_segment(borrowed, file, name, location, tx.branch)) for file in change.hidden]
+    # a removed file's rows, but those it hid before (its `deleted`); the rows a file's new deletes hide
+    removed = [(file, _borrowed_segment(borrowed, file, name, location, tx.branch)) for file in change.removed]
+    hidden = [(file, _borrowed_segment(borrowed, file, name, location, tx.branch)) for file in change.hidden]
     by_segment: dict[tuple, list[SourceFile]] = defaultdict(list)
     for file in change.added:
         by_segment[(file.folder, tuple(sorted(file.partition_values.items())))].append(file)
@@ -111,8 +107,8 @@ def land_refresh(tx: Transaction, name: str, change: VersionChanges, location: s
         segments.append(segment)
         of_file.update({f.uri: segment for f in files})
     own_hidden = [(f, of_file[f.uri]) for f in change.added if f.deleted is not None and len(f.deleted)]
-    deleted = _write_position_tombstone(tx.lakehouse.warehouse, state, written, gone, seq)
-    carried = _write_position_tombstone(tx.lakehouse.warehouse, state, written, own_hidden, seq)
+    deleted = _write_position_tombstone(tx, state, written, hidden, seq, removed=removed)
+    carried = _write_position_tombstone(tx, state, written, own_hidden, seq)
     tx.ns.add_segments(segments)
     for tombstone in deleted + carried:
         tx.ns.add_tombstone(tombstone)
@@ -148,21 +144,50 @@ def _borrowed_segment(borrowed: dict, file: SourceFile, name: str, location: str
     return found
 
 
-def _row_count(file: SourceFile) -> int:
-    fs, path = filesystem(file.uri)
-    with fs.open_input_file(path) as handle:
-        return pq.read_metadata(handle).num_rows
-
-
-def _write_position_tombstone(warehouse: Warehouse, state: TableState, written: Schema,
-                              files: list[tuple[SourceFile, SegmentInfo]], seq: int) -> list[TombstoneInfo]:
-    """A tombstone of the rows at the `deleted` positions of these borrowed files (none when there are none)."""
-    files = [(f, s) for f, s in files if f.deleted is not None and len(f.deleted)]
-    if not files:
+def _write_position_tombstone(tx: Transaction, state: TableState, written: Schema,
+                              hidden: list[tuple[SourceFile, SegmentInfo]], seq: int,
+                              removed: list[tuple[SourceFile, SegmentInfo]] = ()) -> list[TombstoneInfo]:
+    """A tombstone (none when it holds no row) of the rows at the `deleted` positions of the `hidden` borrowed
+    files, and of every row of the `removed` ones but those their `deleted` positions hid already. Spark reads
+    the rows from those files alone; only the positions, as many as the rows deleted, leave the driver."""
+    hidden = [(f, s) for f, s in hidden if f.deleted is not None and len(f.deleted)]
+    picked = []
+    if hidden:
+        picked.append(_borrowed_rows(tx, written, hidden).join(_positions(tx, hidden), [ROW_FILE, ROW_POS],
+                                                               "left_semi"))
+    if removed:
+        picked.append(_borrowed_rows(tx, written, removed).join(_positions(tx, removed), [ROW_FILE, ROW_POS],
+                                                                "left_anti"))
+    if not picked:
         return []
-    rows = pa.concat_tables([_deleted_rows(written, f, s, seq) for f, s in files])
-    return [_tombstone_file(warehouse, state, written.id, rows, seq, sorted({s.id for _, s in files}),
-                            sorted({f"{s.id}/{f.name}" for f, s in files}))]
+    rows = picked[0] if len(picked) == 1 else picked[0].unionByName(picked[1])
+    tombstone = tx.lakehouse.writer.write_tombstone(state, written, rows, seq, fault=tx.lakehouse.fault)
+    return [tombstone] if tombstone is not None else []
+
+
+def _borrowed_rows(tx: Transaction, written: Schema, files: list[tuple[SourceFile, SegmentInfo]]) -> DataFrame:
+    """Every row of these borrowed files (each segment narrowed to them), with row ids."""
+    names: dict[str, set] = defaultdict(set)
+    segments = {}
+    for file, segment in files:
+        names[segment.id].add(file.name)
+        segments[segment.id] = segment
+    narrowed = []
+    for segment_id, segment in sorted(segments.items()):
+        kept = [i for i, n in enumerate(segment.files) if n in names[segment_id]]
+        narrowed.append(replace(segment, files=tuple(segment.files[i] for i in kept),
+                                file_sizes=tuple(segment.file_sizes[i] for i in kept) if segment.file_sizes else ()))
+    return tx.reader.read_borrowed(narrowed, written)
+
+
+def _positions(tx: Transaction, files: list[tuple[SourceFile, SegmentInfo]]) -> DataFrame:
+    """(row-id file name, position) of each file's `deleted` positions, as a DataFrame."""
+    listed = [(f"{s.id}/{f.name}", f.deleted) for f, s in files if f.deleted is not None and len(f.deleted)]
+    table = pa.table({ROW_FILE: pa.array([name for name, p in listed for _ in range(len(p))], pa.string()),
+                      ROW_POS: pa.array(np.concatenate([p for _, p in listed]) if listed else np.empty(0, np.int64),
+                                        pa.int64())})
+    return tx.lakehouse.spark.createDataFrame(
+        table, T.StructType([T.StructField(ROW_FILE, T.StringType()), T.StructField(ROW_POS, T.LongType())]))
 
 
 def _stored_names(source: SourceTable, file: SourceFile) -> tuple[str, ...]:
@@ -185,7 +210,7 @@ def _file_schema(table_schema: Schema, stored: tuple[str, ...]) -> Schema:
     return Schema(uuid.uuid4().hex, columns)
 
 
-def _write_tombstones(warehouse: Warehouse, state: TableState, source: SourceTable, file_schemas: dict,
+def _write_tombstones(tx: Transaction, state: TableState, source: SourceTable, file_schemas: dict,
                       of_file: dict, seq: int) -> list[TombstoneInfo]:
     """One tombstone per file schema of the rows the source's deletes hide: their images and identities."""
     hidden: dict[str, list[SourceFile]] = defaultdict(list)
@@ -195,50 +220,6 @@ def _write_tombstones(warehouse: Warehouse, state: TableState, source: SourceTab
     schemas = {s.id: s for s in file_schemas.values()}
     tombstones = []
     for schema_id, files in sorted(hidden.items()):
-        tombstones += _write_position_tombstone(warehouse, state, schemas[schema_id],
-                                                [(f, of_file[f.uri]) for f in files], seq)
+        tombstones += _write_position_tombstone(tx, state, schemas[schema_id], [(f, of_file[f.uri]) for f in files],
+                                                seq)
     return tombstones
-
-
-def _tombstone_file(warehouse: Warehouse, state: TableState, schema_id: str, rows: pa.Table, seq: int,
-                    segments: list[str], row_files: list[str]) -> TombstoneInfo:
-    """`rows` (images and row ids) written as a tombstone of the table, as storage/writer.py lays one out."""
-    relative = warehouse.new_tombstone_dir(state.id, seq)
-    fs, base = object_store.filesystem(warehouse.root)
-    if not warehouse.on_object_store:
-        fs.create_dir(f"{base}/{relative}", recursive=True)
-    name = f"part-00000-{uuid.uuid4().hex}.parquet"
-    pq.write_table(rows, f"{base}/{relative}/{name}", filesystem=fs, coerce_timestamps="us",
-                   allow_truncated_timestamps=True)
-    size = fs.get_file_info(f"{base}/{relative}/{name}").size
-    return TombstoneInfo(uuid.uuid4().hex, state.id, relative, seq, schema_id, rows.num_rows, tuple(segments),
-                         tuple(row_files), (name,), (size,))
-
-
-def _deleted_rows(written: Schema, file: SourceFile, segment: SegmentInfo, seq: int) -> pa.Table:
-    """The rows of `file` (of `segment`) at its deleted positions, in `written`'s columns, with their row ids; `seq`
-    the tombstone's."""
-    fs, path = filesystem(file.uri)
-    with fs.open_input_file(path) as handle:
-        parquet = pq.ParquetFile(handle)
-        present = [c.name for c in written.columns if c.name in parquet.schema_arrow.names]
-        rows = parquet.read(columns=present).take(pa.array(file.deleted, pa.int64()))
-    count = len(file.deleted)
-    columns = {}
-    for column in written.columns:
-        flat = not isinstance(column.data_type, (T.StructType, T.ArrayType, T.MapType))
-        if column.name in rows.column_names:
-            value = rows.column(column.name)
-            columns[column.name] = value.cast(arrow_type(column.data_type)) if flat else value
-        elif column.name in segment.partition_values:
-            text = segment.partition_values[column.name]
-            columns[column.name] = pa.array([text] * count, pa.string()).cast(arrow_type(column.data_type)) \
-                if text is not None else pa.nulls(count, arrow_type(column.data_type))
-        else:
-            columns[column.name] = pa.nulls(count, arrow_type(column.data_type))
-    columns[SEGMENT_COLUMN] = pa.array([segment.id] * count, pa.string())
-    columns[ROW_FILE] = pa.array([f"{segment.id}/{file.name}"] * count, pa.string())
-    columns[ROW_POS] = pa.array(file.deleted, pa.int64())
-    columns[ROW_SEQ] = pa.array(np.full(count, segment.seq, np.int64))
-    columns[TOMB_SEQ] = pa.array(np.full(count, seq, np.int64))
-    return pa.table(columns)

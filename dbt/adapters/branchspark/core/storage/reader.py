@@ -177,6 +177,11 @@ class TableReader:
                             F.expr(f"CAST(substring({SEGMENT_COLUMN}, 2, {SEQ_DIGITS}) AS BIGINT) AS {ROW_SEQ}")]
         return raw.select(*columns)
 
+    def read_borrowed(self, segments: list[SegmentInfo], written: Schema) -> DataFrame:
+        """Every row of these external segments' files (an import's, where the source keeps them) in `written`,
+        with row ids, no tombstone applied: what an import's or a refresh's tombstone picks its rows from."""
+        return self._read_external(segments, written, written, join_ids=False, row_ids=True, keyed=False)
+
     def _read_external(self, segments: list[SegmentInfo], written: Schema, target: Schema, join_ids: bool,
                        row_ids: bool, keyed: bool) -> DataFrame:
         """External segments (an import's files, where the source keeps them) as _read_group reads own ones:
