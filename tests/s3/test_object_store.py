@@ -62,6 +62,25 @@ def test_session_settings_leave_out_s3a_probes_and_a_users_own_keys_win():
     assert settings["spark.hadoop.fs.s3a.create.performance"] == "false"
 
 
+def test_a_local_driver_keeps_each_uploads_etag_beside_a_users_own_interceptors():
+    """Issue 73: the ETag S3 answers an upload with is kept (jvm/s3a/UploadEtags.java) so that no read sends a HEAD
+    for it; added to the interceptors a user named, and only where the driver loads the class (a local master)."""
+    from dbt.adapters.branchspark.core.storage import deletion_vectors, direct_writes
+    from tests.missing import missing
+
+    jar = deletion_vectors.jar_path()
+    if jar is None:
+        missing("branchspark's jar is not built: run `make install`")
+    key = f"spark.hadoop.{object_store.INTERCEPTORS}"
+    local = {"spark.master": "local[2]", "spark.driver.extraClassPath": jar}
+    assert object_store.session_config(local)[key] == direct_writes.UPLOAD_ETAGS
+    mine = object_store.session_config({**local, key: "com.example.Mine"})
+    assert mine[key] == f"com.example.Mine,{direct_writes.UPLOAD_ETAGS}"
+    assert object_store.session_config({**local, key: mine[key]})[key] == mine[key]  # not twice
+    cluster = object_store.session_config({"spark.master": "spark://somewhere:7077", key: "com.example.Mine"})
+    assert cluster[key] == "com.example.Mine", "executors would fail to load a class they do not have"
+
+
 def test_python_side_reads_and_writes_the_bucket(s3_warehouse, bucket):
     warehouse = Warehouse(s3_warehouse)
     warehouse.write_text("tables/t1/data/x.txt", "hello")

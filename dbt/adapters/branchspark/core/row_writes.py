@@ -198,11 +198,18 @@ class RowWrites:
         except PySparkException as exc:
             raise errors.InvalidArgument(f"update of '{name}' is not valid: {spark_errors.first_line(exc)}") from None
         seq = self._seq()
-        tombstone = self._tombstone(name, state, matched, seq)
-        if tombstone is None:
-            return 0
-        segments = self.lakehouse.writer.write_segments(state, schema, new_rows, seq, SegmentKind.UPDATE,
-                                                        fault=self.lakehouse.fault)
+        # The matched rows are read once, by the tombstone's write, into a cache (the size of the change) that the
+        # new images' write reads: the table is scanned once (on S3 half the GETs), and both writes see the same
+        # rows even where the predicate or an assignment is nondeterministic.
+        matched.cache()
+        try:
+            tombstone = self._tombstone(name, state, matched, seq)
+            if tombstone is None:
+                return 0
+            segments = self.lakehouse.writer.write_segments(state, schema, new_rows, seq, SegmentKind.UPDATE,
+                                                            fault=self.lakehouse.fault)
+        finally:
+            matched.unpersist()
         self.ns.add_segments(segments)
         self.ns.put_table(state.evolve(segments=state.segments + tuple(s.id for s in segments),
                                        tombstones=state.tombstones + (tombstone.id,)))

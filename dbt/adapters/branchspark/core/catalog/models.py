@@ -119,6 +119,8 @@ class Segment(Base):
     key_ranges: Mapped[dict | None] = mapped_column(JSON, nullable=True)
     # files another system owns (an import, revision 0006): `path` is then an absolute URI, and gc never deletes them
     borrowed: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False, server_default=false())
+    # their ETags, in order, null where the store gave none (revision 0007)
+    file_etags: Mapped[list | None] = mapped_column(JSON, nullable=True)
 
 
 class Tombstone(Base):
@@ -133,6 +135,7 @@ class Tombstone(Base):
     target_files: Mapped[list] = mapped_column(JSON, nullable=False, default=list)  # row-id file names
     files: Mapped[list | None] = mapped_column(JSON, nullable=True)  # its own files, relative to `path` (0004)
     file_sizes: Mapped[list | None] = mapped_column(JSON, nullable=True)  # their bytes, in order
+    file_etags: Mapped[list | None] = mapped_column(JSON, nullable=True)  # their ETags, in order (0007)
 
 
 Index("ix_bs_commits_parent", Commit.parent_id)

@@ -41,6 +41,10 @@ class SegmentInfo:
     # Files another system owns (an import; `external` below): gc never deletes them. False again once the user
     # hands them over (take_ownership): gc then deletes them where they lie when nothing reads them.
     borrowed: bool = False
+    # per file, in order: the ETag the object store answered its upload with, or None; () when none was recorded
+    # (a local warehouse, imports, older catalogs). A reader that knows it opens the file with no lookup (on S3
+    # no HEAD: known_files.py).
+    file_etags: tuple = ()
 
     @property
     def external(self) -> bool:

@@ -522,14 +522,16 @@ class CatalogStore:
         seg_rows = [{"id": s.id, "table_id": s.table_id, "path": s.path, "seq": s.seq, "schema_id": s.schema_id,
                      "kind": s.kind, "partition_by": list(s.partition_by), "partition_values": s.partition_values,
                      "files": list(s.files), "file_sizes": list(s.file_sizes) or None,
-                     "key_ranges": _key_ranges_row(s), "borrowed": s.borrowed}
+                     "key_ranges": _key_ranges_row(s), "borrowed": s.borrowed,
+                     "file_etags": list(s.file_etags) or None}
                     for s in segments]
         if seg_rows:
             conn.execute(insert(m.Segment), seg_rows)
         tomb_rows = [{"id": t.id, "table_id": t.table_id, "path": t.path, "seq": t.seq, "schema_id": t.schema_id,
                       "row_count": t.row_count, "target_segments": list(t.target_segments),
                       "target_files": list(t.target_files), "files": list(t.files) or None,
-                      "file_sizes": list(t.file_sizes) or None} for t in tombstones]
+                      "file_sizes": list(t.file_sizes) or None, "file_etags": list(t.file_etags) or None}
+                     for t in tombstones]
         if tomb_rows:
             conn.execute(insert(m.Tombstone), tomb_rows)
 
@@ -562,12 +564,12 @@ class CatalogStore:
         return self._load("segment", m.Segment, ids, lambda r: SegmentInfo(
             r.id, r.table_id, r.path, r.seq, r.schema_id, r.kind, tuple(r.partition_by or ()),
             dict(r.partition_values or {}), tuple(r.files or ()), tuple(r.file_sizes or ()),
-            *_key_ranges_of(r.key_ranges), bool(r.borrowed)))
+            *_key_ranges_of(r.key_ranges), bool(r.borrowed), tuple(r.file_etags or ())))
 
     def tombstones(self, ids: Iterable[str]) -> dict[str, TombstoneInfo]:
         return self._load("tombstone", m.Tombstone, ids, lambda r: TombstoneInfo(
             r.id, r.table_id, r.path, r.seq, r.schema_id, r.row_count, tuple(r.target_segments or ()),
-            tuple(r.target_files or ()), tuple(r.files or ()), tuple(r.file_sizes or ())))
+            tuple(r.target_files or ()), tuple(r.files or ()), tuple(r.file_sizes or ()), tuple(r.file_etags or ())))
 
     def table_name(self, table_id: str) -> str | None:
         """`database.table` as some version of the table was named (for error messages), or None."""

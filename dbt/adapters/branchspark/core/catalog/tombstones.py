@@ -20,6 +20,7 @@ class TombstoneInfo:
     target_files: tuple[str, ...] = ()  # row-id file names (below the segment root) it deletes rows of
     files: tuple[str, ...] = ()  # its own file names below `path`; () when not recorded (older catalogs)
     file_sizes: tuple[int, ...] = ()  # their bytes, in order
+    file_etags: tuple = ()  # their ETags (or None each), in order; () when none was recorded, as SegmentInfo's
 
 
 @dataclass(frozen=True)

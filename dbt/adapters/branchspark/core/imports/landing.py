@@ -176,7 +176,8 @@ def _borrowed_rows(tx: Transaction, written: Schema, files: list[tuple[SourceFil
     for segment_id, segment in sorted(segments.items()):
         kept = [i for i, n in enumerate(segment.files) if n in names[segment_id]]
         narrowed.append(replace(segment, files=tuple(segment.files[i] for i in kept),
-                                file_sizes=tuple(segment.file_sizes[i] for i in kept) if segment.file_sizes else ()))
+                                file_sizes=tuple(segment.file_sizes[i] for i in kept) if segment.file_sizes else (),
+                                file_etags=tuple(segment.file_etags[i] for i in kept) if segment.file_etags else ()))
     return tx.reader.read_borrowed(narrowed, written)
 
 

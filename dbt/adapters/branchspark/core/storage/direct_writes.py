@@ -27,6 +27,8 @@ _REDIRECT_OPTION = "branchspark.write.redirect"
 _S3A_CONF = "spark.hadoop.fs.s3a.impl"
 # S3A that skips the lookups of what branchspark knows (jvm/s3a/KnownStatusS3AFileSystem.java; object_store.py sets it)
 KNOWN_STATUS_S3A = "branchspark.KnownStatusS3AFileSystem"
+# the ETag each upload was answered with, kept for the commit (jvm/s3a/UploadEtags.java; object_store.py sets it)
+UPLOAD_ETAGS = "branchspark.UploadEtags"
 
 
 def session_config(config: dict, jar_added: bool) -> dict:
@@ -47,8 +49,9 @@ def usable(spark: SparkSession) -> bool:
 
 
 def write(spark: SparkSession, writer: DataFrameWriter, uri: str,
-          redirects: dict[str, str] | None = None) -> list[tuple[str, str, int]] | None:
-    """Write Parquet at `uri`; returns (partition folder or "", file name, bytes) of every file committed, or
+          redirects: dict[str, str] | None = None) -> list[tuple[str, str, int, str | None]] | None:
+    """Write Parquet at `uri`; returns (partition folder or "", file name, bytes, ETag or None) of every file
+    committed (the ETag where the store gave one: on S3), or
     None when this session does not commit directly (the files are then in folders under `uri`, to list).
     `redirects`: {partition folder: folder URI}: that partition's files are written there instead."""
     if not usable(spark):
@@ -68,6 +71,6 @@ def write(spark: SparkSession, writer: DataFrameWriter, uri: str,
         return None
     files = []
     for line in committed:
-        folder, name, size = str(line).split("\t")
-        files.append((folder, name, int(size)))
+        folder, name, size, *etag = str(line).split("\t")
+        files.append((folder, name, int(size), etag[0] if etag else None))
     return files

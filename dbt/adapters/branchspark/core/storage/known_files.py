@@ -4,7 +4,8 @@ Spark's Parquet source, given paths, checks that each exists, lists it and (with
 folder: on S3 two or three HEADs and a LIST per file, before the GETs that read it. The catalog already knows
 every file of a segment or tombstone and its size (catalog revision 0004), so branchspark's own source
 (`jvm/KnownFiles.java`) hands Spark those statuses and the partition values their folders name, and the read
-costs only its GETs. Used on object storage when branchspark's jar is on the session's class path; files
+costs only its GETs. On S3 the file's ETag too (revision 0007, as the store answered its upload): S3A's analytics
+stream sends a HEAD for it the first time a process opens an object it does not know the ETag of. Used on object storage when branchspark's jar is on the session's class path; files
 without a recorded size (older catalogs) and other sessions read as before.
 """
 from __future__ import annotations
@@ -26,11 +27,13 @@ def usable(spark: SparkSession, on_object_store: bool) -> bool:
 
 
 def load(reader: DataFrameReader, paths: list[str], sizes: dict[str, int] | None,
-         plain: Callable[[], DataFrame] | None = None) -> DataFrame:
+         plain: Callable[[], DataFrame] | None = None, etags: dict[str, str] | None = None) -> DataFrame:
     """`reader` (schema, and basePath where partition folders matter, set) reading `paths`: through the known
     files source when every path's size is in `sizes`, else as `plain()` reads them (default: Spark's Parquet
-    source; a reader whose format is already set, as the deletion vectors' source, passes its own)."""
+    source; a reader whose format is already set, as the deletion vectors' source, passes its own). `etags`:
+    {path: ETag} where the catalog recorded one: such a file is opened with no lookup at all."""
     if sizes is None or not paths or any(p not in sizes for p in paths):
         return plain() if plain else reader.parquet(*paths)
-    listed = "\n".join(f"{sizes[p]}\t{p}" for p in paths)
+    etags = etags or {}
+    listed = "\n".join(f"{sizes[p]}\t{p}\t{etags[p]}" if p in etags else f"{sizes[p]}\t{p}" for p in paths)
     return reader.format(FORMAT).option(_FILES_OPTION, listed).load()

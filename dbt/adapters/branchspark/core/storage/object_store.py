@@ -57,6 +57,7 @@ REQUEST_SETTINGS = {
     "spark.hadoop.fs.s3a.performance.flags": "create,mkdir,delete",
     "spark.hadoop.fs.s3a.directory.marker.retention": "keep",
 }
+INTERCEPTORS = "fs.s3a.audit.execution.interceptors"  # AWS SDK interceptors S3A adds to its client
 _SECRET_KEYS = ("fs.s3a.secret.key", "fs.s3a.session.token", "fs.s3a.access.key")
 
 
@@ -166,14 +167,14 @@ def jars() -> list[str]:
     return jvm_build.s3a_jars()
 
 
-def _known_status_s3a_loadable(config: dict) -> bool:
-    """Whether the driver loads branchspark's jar from its class path (a local master: local_files.py puts it
-    there, where Hadoop finds file systems) and the jar was built with S3A's file system beside the connector."""
+def _driver_loads(config: dict, name: str) -> bool:
+    """Whether the driver loads branchspark's class `name` from its class path (a local master: local_files.py puts
+    the jar there, where Hadoop finds file systems and S3A its client's interceptors), the jar built with S3A's
+    classes beside the connector."""
     if not str(config.get("spark.master", "")).startswith("local"):
         return False
     for jar in str(config.get("spark.driver.extraClassPath", "")).split(":"):
-        if os.path.basename(jar).startswith("branchspark-spark") and \
-                _holds_class(jar, direct_writes.KNOWN_STATUS_S3A):
+        if os.path.basename(jar).startswith("branchspark-spark") and _holds_class(jar, name):
             return True
     return False
 
@@ -197,8 +198,14 @@ def session_config(config: dict) -> dict:
     out = {**hadoop_settings(settings(config)), **COMMITTER_SETTINGS, **REQUEST_SETTINGS, **config}
     if out[direct_writes.PROTOCOL_CONF] == direct_writes.PROTOCOL:  # branchspark's writes commit directly,
         out.setdefault(direct_writes.FALLBACK_CONF, COMMITTER_SETTINGS[direct_writes.PROTOCOL_CONF])  # others so
-    if _known_status_s3a_loadable(out):  # a scan's files opened with the sizes the catalog knows: no HEAD each
-        out.setdefault(f"{HADOOP_PREFIX}fs.s3a.impl", direct_writes.KNOWN_STATUS_S3A)
+    if _driver_loads(out, direct_writes.KNOWN_STATUS_S3A):  # a scan's files opened with the sizes the catalog
+        out.setdefault(f"{HADOOP_PREFIX}fs.s3a.impl", direct_writes.KNOWN_STATUS_S3A)  # knows: no HEAD each
+    if _driver_loads(out, direct_writes.UPLOAD_ETAGS):
+        # each file written keeps the ETag its upload was answered with: read later, not even S3A's HEAD for it
+        key = f"{HADOOP_PREFIX}{INTERCEPTORS}"
+        listed = [c.strip() for c in str(out.get(key, "")).split(",") if c.strip()]
+        out[key] = ",".join(listed + [direct_writes.UPLOAD_ETAGS] if direct_writes.UPLOAD_ETAGS not in listed
+                            else listed)
     listed = [j for j in str(config.get("spark.jars", "")).split(",") if j]
     out["spark.jars"] = ",".join(listed + [j for j in found if j not in listed])
     present = [p for p in str(config.get("spark.driver.extraClassPath", "")).split(":") if p]

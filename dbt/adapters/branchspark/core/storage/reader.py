@@ -238,11 +238,12 @@ class TableReader:
         """`reader` reading `paths` (files of `segments`): with the sizes the catalog recorded where it did, so
         that no file is looked up before it is opened (known_files.py); else as `plain()` reads them (default:
         Spark's Parquet source)."""
-        sizes = None
+        sizes = etags = None
         if known_files.usable(self.spark, self.warehouse.on_object_store):
             sizes = {self.warehouse.uri(f"{s.path}/{name}"): size for s in segments
                      for name, size in zip(s.files, s.file_sizes)}
-        return known_files.load(reader, paths, sizes, plain)
+            etags = _etags(self.warehouse, segments)
+        return known_files.load(reader, paths, sizes, plain, etags=etags)
 
     def _load_tombstones(self, reader, tombstones: list[TombstoneInfo]) -> DataFrame:
         """`reader` reading the files of `tombstones`: named, with their sizes, where the catalog recorded them,
@@ -250,7 +251,7 @@ class TableReader:
         if known_files.usable(self.spark, self.warehouse.on_object_store) and all(t.file_sizes for t in tombstones):
             sizes = {self.warehouse.uri(f"{t.path}/{name}"): size for t in tombstones
                      for name, size in zip(t.files, t.file_sizes)}
-            return known_files.load(reader, list(sizes), sizes)
+            return known_files.load(reader, list(sizes), sizes, etags=_etags(self.warehouse, tombstones))
         return reader.parquet(*[self.warehouse.uri(t.path) for t in tombstones])
 
     def _targeted_anti_join(self, table, group, written, target, tombstones, row_ids) -> DataFrame | None:
@@ -414,6 +415,7 @@ def _files_in_range(segment: SegmentInfo, column: int, low, high) -> SegmentInfo
         return segment
     return replace(segment, files=tuple(segment.files[i] for i in kept),
                    file_sizes=tuple(segment.file_sizes[i] for i in kept) if segment.file_sizes else (),
+                   file_etags=tuple(segment.file_etags[i] for i in kept) if segment.file_etags else (),
                    key_ranges=tuple(segment.key_ranges[i] for i in kept))
 
 
@@ -447,6 +449,12 @@ def _union(parts: list[DataFrame]) -> DataFrame:
     for part in parts[1:]:
         result = result.unionByName(part)
     return result
+
+
+def _etags(warehouse, items) -> dict[str, str]:
+    """{file URI: ETag} of the files of segments or tombstones whose ETags the catalog recorded."""
+    return {warehouse.uri(f"{item.path}/{name}"): etag for item in items if len(item.file_etags) == len(item.files)
+            for name, etag in zip(item.files, item.file_etags) if etag}
 
 
 def _known_files(item) -> tuple[tuple[str, int], ...]:

@@ -48,21 +48,22 @@ class SegmentWriter:
             fault("write.after_files")
         # The segment lists its files and their sizes, as a manifest: reads then name files instead of listing
         # folders, and look none up (known_files.py).
-        files_by_dir: dict[str, list[tuple[str, int]]] = {}
-        for path, size in self._written_files(relative, committed):
+        files_by_dir: dict[str, list[tuple[str, int, str | None]]] = {}
+        for path, size, etag in self._written_files(relative, committed):
             directory, name = path.rsplit("/", 1)
-            files_by_dir.setdefault(directory, []).append((name, size))
+            files_by_dir.setdefault(directory, []).append((name, size, etag))
         if not table.partition_by:
-            names, sizes = _names_and_sizes(files_by_dir.get(relative, []))
-            return self.with_key_ranges(table, schema, [SegmentInfo(uuid.uuid4().hex, table.id, relative, seq,
-                                                                    schema.id, kind, files=names, file_sizes=sizes)])
+            names, sizes, etags = _listed(files_by_dir.get(relative, []))
+            return self.with_key_ranges(table, schema, [SegmentInfo(
+                uuid.uuid4().hex, table.id, relative, seq, schema.id, kind, files=names, file_sizes=sizes,
+                file_etags=etags)])
         # One segment per partition directory, so overwriting a partition can drop whole segments.
         segments = []
         for leaf, files in sorted(files_by_dir.items()):
             values = _partition_values(leaf[len(relative):])
-            names, sizes = _names_and_sizes(files)
+            names, sizes, etags = _listed(files)
             segments.append(SegmentInfo(uuid.uuid4().hex, table.id, leaf, seq, schema.id, kind,
-                                        tuple(table.partition_by), values, names, sizes))
+                                        tuple(table.partition_by), values, names, sizes, file_etags=etags))
         return self.with_key_ranges(table, schema, segments)
 
     def with_key_ranges(self, table: TableState, schema: Schema, segments: list[SegmentInfo]) -> list[SegmentInfo]:
@@ -120,10 +121,10 @@ class SegmentWriter:
         if summary.rows == 0:
             self.warehouse.delete_dir(relative, missing_ok=True)
             return None
-        names, sizes = _names_and_sizes((path.rsplit("/", 1)[1], size)
-                                        for path, size in self._written_files(relative, committed))
+        names, sizes, etags = _listed((path.rsplit("/", 1)[1], size, etag)
+                                      for path, size, etag in self._written_files(relative, committed))
         return TombstoneInfo(uuid.uuid4().hex, table.id, relative, seq, schema.id, summary.rows,
-                             tuple(sorted(summary.segments)), tuple(sorted(summary.files)), names, sizes)
+                             tuple(sorted(summary.segments)), tuple(sorted(summary.files)), names, sizes, etags)
 
     def write_difference(self, table: TableState, schema: Schema, changed: DataFrame, seq: int,
                          counts: Callable[[], tuple[TombstoneSummary, int]], fault=None
@@ -163,12 +164,12 @@ class SegmentWriter:
         added_dir = f"{segment_dir}/{added_side}"
         tombstone = None
         if summary.rows:
-            names, sizes = _names_and_sizes(self.warehouse.move_files(removed_dir, tombstone_dir, ".parquet"))
+            names, sizes, _ = _listed(self.warehouse.move_files(removed_dir, tombstone_dir, ".parquet"))
             tombstone = TombstoneInfo(uuid.uuid4().hex, table.id, tombstone_dir, seq, schema.id, summary.rows,
                                       tuple(sorted(summary.segments)), tuple(sorted(summary.files)), names, sizes)
         segments = []
         if added:
-            names, sizes = _names_and_sizes(self.warehouse.move_files(added_dir, segment_dir, ".parquet"))
+            names, sizes, _ = _listed(self.warehouse.move_files(added_dir, segment_dir, ".parquet"))
             segments = self.with_key_ranges(table, schema, [SegmentInfo(
                 uuid.uuid4().hex, table.id, segment_dir, seq, schema.id, SegmentKind.DATA, files=names, file_sizes=sizes)])
             for leftover in (removed_dir, added_dir):  # Spark's checksum and marker files
@@ -178,31 +179,34 @@ class SegmentWriter:
         return segments, tombstone
 
     def _difference_written(self, table: TableState, schema: Schema, seq: int, segment_dir: str, tombstone_dir: str,
-                            committed: list[tuple[str, str, int]], summary: TombstoneSummary, added: int
+                            committed: list[tuple[str, str, int, str | None]], summary: TombstoneSummary, added: int
                             ) -> tuple[list[SegmentInfo], TombstoneInfo | None]:
         """write_difference's result from the files its direct commit named (each side already in place)."""
-        sides: dict[str, list[tuple[str, int]]] = {}
-        for folder, name, size in committed:
-            sides.setdefault(folder, []).append((name, size))
+        sides: dict[str, list[tuple[str, int, str | None]]] = {}
+        for folder, name, size, etag in committed:
+            sides.setdefault(folder, []).append((name, size, etag))
         tombstone = None
         if summary.rows:
-            names, sizes = _names_and_sizes(sides.get(f"{SIDE}={OLD}", []))
+            names, sizes, etags = _listed(sides.get(f"{SIDE}={OLD}", []))
             tombstone = TombstoneInfo(uuid.uuid4().hex, table.id, tombstone_dir, seq, schema.id, summary.rows,
-                                      tuple(sorted(summary.segments)), tuple(sorted(summary.files)), names, sizes)
+                                      tuple(sorted(summary.segments)), tuple(sorted(summary.files)), names, sizes,
+                                      etags)
         segments = []
         if added:
-            names, sizes = _names_and_sizes(sides.get(f"{SIDE}={NEW}", []))
+            names, sizes, etags = _listed(sides.get(f"{SIDE}={NEW}", []))
             segments = self.with_key_ranges(table, schema, [SegmentInfo(
-                uuid.uuid4().hex, table.id, segment_dir, seq, schema.id, SegmentKind.DATA, files=names, file_sizes=sizes)])
+                uuid.uuid4().hex, table.id, segment_dir, seq, schema.id, SegmentKind.DATA, files=names, file_sizes=sizes,
+                file_etags=etags)])
         return segments, tombstone
 
-    def _written_files(self, relative: str, committed: list[tuple[str, str, int]] | None) -> list[tuple[str, int]]:
-        """(path relative to the warehouse, bytes) of the Parquet files a write put under `relative`: as its
-        direct commit named them, else from a listing."""
+    def _written_files(self, relative: str, committed: list[tuple[str, str, int, str | None]] | None
+                       ) -> list[tuple[str, int, str | None]]:
+        """(path relative to the warehouse, bytes, ETag or None) of the Parquet files a write put under `relative`:
+        as its direct commit named them, else from a listing (no ETags)."""
         if committed is None:
-            return self.warehouse.parquet_files(relative)
-        return sorted((f"{relative}/{folder}/{name}" if folder else f"{relative}/{name}", size)
-                      for folder, name, size in committed)
+            return [(path, size, None) for path, size in self.warehouse.parquet_files(relative)]
+        return sorted((f"{relative}/{folder}/{name}" if folder else f"{relative}/{name}", size, etag)
+                      for folder, name, size, etag in committed)
 
 
 def _tombstone_counts() -> list:
@@ -223,10 +227,13 @@ def side_by_side(writes: dict[object, Callable]) -> dict:
         return {key: future.result() for key, future in futures.items()}
 
 
-def _names_and_sizes(files) -> tuple[tuple[str, ...], tuple[int, ...]]:
-    """(names sorted, their sizes in the same order) of (name, bytes) pairs."""
-    ordered = sorted(files)
-    return tuple(n for n, _ in ordered), tuple(int(b) for _, b in ordered)
+def _listed(files) -> tuple[tuple[str, ...], tuple[int, ...], tuple]:
+    """(names sorted, their sizes, their ETags: both in the same order) of (name, bytes[, ETag or None]) items; the
+    ETags are () when no file has one."""
+    ordered = sorted((name, int(size), *rest) for name, size, *rest in files)
+    etags = tuple(rest[0] if rest else None for _, _, *rest in ordered)
+    return (tuple(n for n, *_ in ordered), tuple(b for _, b, *_ in ordered),
+            etags if any(e is not None for e in etags) else ())
 
 
 def _partition_values(suffix: str) -> dict:

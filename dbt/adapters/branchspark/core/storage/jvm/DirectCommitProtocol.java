@@ -9,6 +9,8 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 
 import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.EtagSource;
+import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.mapreduce.JobContext;
@@ -44,7 +46,7 @@ public class DirectCommitProtocol extends FileCommitProtocol implements Serializ
   public static final String FALLBACK_CONF = "spark.branchspark.commitProtocol.fallback";
   private static final String SPARK_DEFAULT =
       "org.apache.spark.sql.execution.datasources.SQLHadoopMapReduceCommitProtocol";
-  // write id -> "partitionDir TAB name TAB bytes" of every committed file, until the caller takes them
+  // write id -> "partitionDir TAB name TAB bytes [TAB etag]" of every committed file, until the caller takes them
   private static final Map<String, List<String>> COMMITTED = new ConcurrentHashMap<>();
 
   private final String jobId;
@@ -61,7 +63,8 @@ public class DirectCommitProtocol extends FileCommitProtocol implements Serializ
     this.fallback = FileCommitProtocol.instantiate(fallbackClass, jobId, path, dynamicPartitionOverwrite);
   }
 
-  /** The files a finished write committed, each {@code partitionDir TAB name TAB bytes}; null when the write
+  /** The files a finished write committed, each {@code partitionDir TAB name TAB bytes}, then {@code TAB etag}
+   * where the store gave the file one; null when the write
    * with this id did not go through this protocol (or was taken already). */
   public static String[] take(String writeId) {
     List<String> files = COMMITTED.remove(writeId);
@@ -175,9 +178,11 @@ public class DirectCommitProtocol extends FileCommitProtocol implements Serializ
       for (String[] file : written) {
         Path at = new Path(file[2]);
         FileSystem fs = at.getFileSystem(task.getConfiguration());
-        // its size goes to the catalog, so that no reader looks it up again (known as it was written where
-        // the file system counted it, else one lookup)
-        files.add(file[0] + "\t" + file[1] + "\t" + fs.getFileStatus(at).getLen());
+        // its size (and ETag, where the store gave one) goes to the catalog, so that no reader looks it up
+        // again (known as it was written where the file system counted it, else one lookup)
+        FileStatus status = fs.getFileStatus(at);
+        String etag = status instanceof EtagSource ? ((EtagSource) status).getEtag() : null;
+        files.add(file[0] + "\t" + file[1] + "\t" + status.getLen() + (etag == null ? "" : "\t" + etag));
         KnownFileStatus.forget(at);
       }
     } catch (IOException e) {

@@ -25,6 +25,10 @@ public final class KnownFileStatus {
   private static final Set<String> DIRECT = ConcurrentHashMap.newKeySet();
   /** path -> {length, time} of a file a direct commit wrote, from its stream as it closed, until committed. */
   private static final Map<String, long[]> WRITTEN = new ConcurrentHashMap<>();
+  /** Files of a direct commit whose upload is under way: the store's answer names their ETag. */
+  private static final Set<String> UPLOADING = ConcurrentHashMap.newKeySet();
+  /** path -> ETag the store gave a direct commit's file as its upload completed, until committed. */
+  private static final Map<String, String> WRITTEN_ETAGS = new ConcurrentHashMap<>();
   /** Folders a branchspark write is about to create under a new, unique name: none exists there yet. */
   private static final Set<String> NEW_FOLDERS = ConcurrentHashMap.newKeySet();
 
@@ -41,6 +45,16 @@ public final class KnownFileStatus {
     return WRITTEN.get(path.toString());
   }
 
+  /** The ETag of {@code path} if this thread is opening it now with one the catalog recorded, or the store gave
+   * it to a direct commit that has not committed it yet; else null. */
+  public static String etagOf(Path path) {
+    Object[] opening = OPENING.get();
+    if (opening != null && opening[0].equals(path.toString())) {
+      return (String) opening[3];
+    }
+    return WRITTEN_ETAGS.get(path.toString());
+  }
+
   /** A direct commit will write {@code path} (a file system that can count what it writes may say so). */
   public static void writing(Path path) {
     DIRECT.add(path.toString());
@@ -48,18 +62,33 @@ public final class KnownFileStatus {
 
   /** Whether {@code path} is a file a direct commit writes (asked once, as its stream is created). */
   public static boolean takeWriting(Path path) {
-    return DIRECT.remove(path.toString());
+    if (!DIRECT.remove(path.toString())) {
+      return false;
+    }
+    UPLOADING.add(path.toString());
+    return true;
+  }
+
+  /** The store completed the upload of {@code uri} ({@code s3a://bucket/key}) with this ETag: kept when it is a
+   * direct commit's file (an S3 client's interceptor says so, {@code s3a/UploadEtags}). */
+  public static void uploaded(String uri, String etag) {
+    if (etag != null && UPLOADING.contains(uri)) {
+      WRITTEN_ETAGS.put(uri, etag);
+    }
   }
 
   /** The stream of a direct commit's file closed after {@code length} bytes. */
   public static void wrote(Path path, long length) {
     WRITTEN.put(path.toString(), new long[] {length, System.currentTimeMillis()});
+    UPLOADING.remove(path.toString());
   }
 
   /** Forget what was recorded of a direct commit's file (its task committed or aborted). */
   public static void forget(Path path) {
     DIRECT.remove(path.toString());
+    UPLOADING.remove(path.toString());
     WRITTEN.remove(path.toString());
+    WRITTEN_ETAGS.remove(path.toString());
   }
 
   /** The writer of a new folder (a unique name) says so before Spark checks whether it exists. */
@@ -72,24 +101,28 @@ public final class KnownFileStatus {
     return NEW_FOLDERS.remove(path.toString());
   }
 
-  /** {@code reader} with each file's status known while it opens the file. */
+  /** {@code reader} with each file's status known while it opens the file; {@code etags}: path -> the ETag the
+   * catalog recorded for it (a file without one is opened with its size alone). */
   public static Function1<PartitionedFile, Iterator<InternalRow>> opening(
-      Function1<PartitionedFile, Iterator<InternalRow>> reader) {
-    return new Opening(reader);
+      Function1<PartitionedFile, Iterator<InternalRow>> reader, java.util.HashMap<String, String> etags) {
+    return new Opening(reader, etags);
   }
 
   private static final class Opening extends AbstractFunction1<PartitionedFile, Iterator<InternalRow>>
       implements java.io.Serializable {
     private static final long serialVersionUID = 1L;
     private final Function1<PartitionedFile, Iterator<InternalRow>> reader;
+    private final java.util.HashMap<String, String> etags;
 
-    Opening(Function1<PartitionedFile, Iterator<InternalRow>> reader) {
+    Opening(Function1<PartitionedFile, Iterator<InternalRow>> reader, java.util.HashMap<String, String> etags) {
       this.reader = reader;
+      this.etags = etags;
     }
 
     @Override
     public Iterator<InternalRow> apply(PartitionedFile file) {
-      OPENING.set(new Object[] {file.toPath().toString(), file.fileSize(), file.modificationTime()});
+      String path = file.toPath().toString();
+      OPENING.set(new Object[] {path, file.fileSize(), file.modificationTime(), etags.get(path)});
       try {
         return reader.apply(file);  // opens the file and reads its footer now; the rows stream later
       } finally {

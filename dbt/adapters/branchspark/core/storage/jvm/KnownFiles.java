@@ -35,7 +35,8 @@ import scala.jdk.javaapi.CollectionConverters;
  * A Parquet read of files the catalog names, with the sizes it recorded: no request reaches the store
  * before a file is opened (Spark's own Parquet source checks that each path exists, lists it and, with
  * a basePath, looks that folder up: on S3 two or three HEADs and a LIST per file). Options:
- * {@value #FILES_OPTION}: one file a line, {@code size TAB uri}; {@code basePath} (optional, as Spark's
+ * {@value #FILES_OPTION}: one file a line, {@code size TAB uri}, or {@code size TAB uri TAB etag} where the catalog
+ * recorded the file's ETag (S3A then opens it with no lookup at all); {@code basePath} (optional, as Spark's
  * source takes it): the folder whose {@code name=value} subfolders give the partition columns named in the
  * schema. Reads as
  * {@link SegmentParquetFormat} (so its deletion-vector option applies).
@@ -61,14 +62,15 @@ public class KnownFiles implements SchemaRelationProvider {
     }
     Configuration conf = session.sessionState().newHadoopConfWithOptions(parameters);
     Map<Path, FileStatus[]> known = new LinkedHashMap<>();
+    java.util.HashMap<String, String> etags = new java.util.HashMap<>();
     List<Path> roots = new ArrayList<>();
     FileSystem fs = null;
     for (String line : listed.split("\n")) {
       if (line.isEmpty()) {
         continue;
       }
-      int tab = line.indexOf('\t');
-      Path path = new Path(line.substring(tab + 1));
+      String[] fields = line.split("\t", -1);
+      Path path = new Path(fields[1]);
       try {
         if (fs == null) {
           fs = path.getFileSystem(conf);
@@ -77,7 +79,10 @@ public class KnownFiles implements SchemaRelationProvider {
         throw new RuntimeException(e);
       }
       path = fs.makeQualified(path);
-      long size = Long.parseLong(line.substring(0, tab));
+      long size = Long.parseLong(fields[0]);
+      if (fields.length > 2 && !fields[2].isEmpty()) {
+        etags.put(path.toString(), fields[2]);
+      }
       // Length and path are what a read needs (the footer is at the end); the rest is unknown, as 0.
       known.put(path, new FileStatus[] {new FileStatus(size, false, 1, 0, 0, path)});
       roots.add(path);
@@ -97,7 +102,7 @@ public class KnownFiles implements SchemaRelationProvider {
     InMemoryFileIndex index = new InMemoryFileIndex(session, CollectionConverters.asScala(roots).toList(), kept,
         Option.apply(schema), new Known(known), Option.apply(spec), Option.empty());
     return new HadoopFsRelation(index, spec.partitionColumns(), new StructType(data.toArray(new StructField[0])),
-        Option.empty(), new SegmentParquetFormat(), kept, session);
+        Option.empty(), new SegmentParquetFormat(etags), kept, session);
   }
 
   /** The partitions of `files`: the `name=value` folders between `base` and each file, for the columns of

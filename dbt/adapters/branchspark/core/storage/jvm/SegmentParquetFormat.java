@@ -56,6 +56,17 @@ public class SegmentParquetFormat extends ParquetFileFormat {
   private static final long serialVersionUID = 1L;
   public static final String VECTORS_OPTION = "branchspark.deletionvectors";
   private static final String ROW_INDEX = ParquetFileFormat.ROW_INDEX_TEMPORARY_COLUMN_NAME();
+  // path -> the ETag the catalog recorded (KnownFiles): S3A's analytics stream opens a file it has the ETag of
+  // without a HEAD for its metadata
+  private final java.util.HashMap<String, String> etags;
+
+  public SegmentParquetFormat() {
+    this(new java.util.HashMap<>());
+  }
+
+  public SegmentParquetFormat(java.util.HashMap<String, String> etags) {
+    this.etags = etags;
+  }
 
   @Override
   public boolean supportBatch(SparkSession session, StructType schema) {
@@ -70,7 +81,7 @@ public class SegmentParquetFormat extends ParquetFileFormat {
       Seq<Filter> filters, Map<String, String> options, Configuration hadoopConf) {
     // each file opened with the status the scan knows: no lookup before its footer is read (KnownFileStatus)
     return KnownFileStatus.opening(
-        reader(session, dataSchema, partitionSchema, requiredSchema, filters, options, hadoopConf));
+        reader(session, dataSchema, partitionSchema, requiredSchema, filters, options, hadoopConf), etags);
   }
 
   private Function1<PartitionedFile, Iterator<InternalRow>> reader(

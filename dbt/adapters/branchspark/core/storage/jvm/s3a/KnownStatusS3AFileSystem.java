@@ -14,7 +14,9 @@ import org.apache.hadoop.util.Progressable;
  * fs.s3a.impl=branchspark.KnownStatusS3AFileSystem: S3A, minus the lookups of what branchspark already knows
  * ({@link KnownFileStatus}): a file a scan opens with the size the catalog recorded (a HEAD each), a file a direct
  * commit just wrote (its size counted as it was written: the HEADs of Spark's write statistics and of the commit),
- * and the new, uniquely named folder a write goes to (the HEAD and LIST of Spark's existence check). Everything
+ * and the new, uniquely named folder a write goes to (the HEAD and LIST of Spark's existence check). A status
+ * answered so carries the file's ETag where the catalog recorded it (or the store just gave it): S3A's analytics
+ * stream then opens the file without the HEAD it sends for its own metadata. Everything
  * else, and every other write (the committers included), is S3A's own.
  */
 public class KnownStatusS3AFileSystem extends S3AFileSystem {
@@ -25,7 +27,7 @@ public class KnownStatusS3AFileSystem extends S3AFileSystem {
       return super.getFileStatus(path);
     }
     return new S3AFileStatus(known[0], known[1], makeQualified(path), getDefaultBlockSize(path), getUsername(),
-        null, null);
+        KnownFileStatus.etagOf(path), null);
   }
 
   @Override
