@@ -63,6 +63,8 @@ OWN_PROCESS=tests/s3/test_cluster_s3.py
 ON_THE_CLUSTER=tests/s3/test_dbt_s3.py::test_sample_project_on_s3_builds_tests_and_merges
 # a data file missing or damaged under a table: one line through Connect too (issue 51)
 DAMAGED_FILE=tests/core/test_one_line_errors.py::test_missing_or_damaged_segment_file_is_one_line
+# an update whose predicate reads the clock changes each row once through Connect too (its two writes, one read)
+CLOCK_UPDATE=tests/core/test_dml.py::test_an_update_whose_predicate_reads_the_clock_changes_each_row_once
 [ "$BRANCHSPARK_TEST_DEPTH" = long ] && only=(--deep-only --deselect "$OWN_PROCESS")
 started=$SECONDS
 # Two workers; tests/conftest.py hands them the slowest scopes first (--no-loadscope-reorder keeps that order).
@@ -80,7 +82,7 @@ started=$SECONDS
 "$PY" -m pytest --connect tests/functional/adapter tests/core/test_merge_base.py tests/core/test_merge_matrix.py \
   tests/core/test_merge_rules.py tests/core/test_deletion_vectors.py tests/core/test_merge_keyless_on_conflict.py \
   tests/core/test_connect_sessions.py \
-  "$ON_THE_CLUSTER" "$DAMAGED_FILE" \
+  "$ON_THE_CLUSTER" "$DAMAGED_FILE" "$CLOCK_UPDATE" \
   -k "not postgresql and not s3_warehouse" \
   -n 2 --dist loadscope --no-loadscope-reorder -p no:cacheprovider -q --durations=10 "${only[@]}" "$@"
 echo "Spark Connect pass: $((SECONDS - started)) s"

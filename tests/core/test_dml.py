@@ -76,6 +76,22 @@ def test_a_delete_and_an_update_count_their_tombstone_as_they_write_it(lh, spark
     assert rows(lh.read(orders)) == [(2, 20.0), (3, 30.0), (4, 41.0), (5, 51.0)]
 
 
+def test_an_update_whose_predicate_reads_the_clock_changes_each_row_once(lh, spark):
+    """An update's tombstone and its new images are two writes: when each evaluated the predicate (before the matched
+    rows were cached for both), `due < current_timestamp()` matched more rows in the second, later one, and every
+    row falling due between the two got a new image beside its old row, never tombstoned: its key twice."""
+    b = lh.branch("main")
+    b.create_database("d")
+    rows_due = spark.range(0, 60_000).selectExpr(
+        "id", "timestamp_millis(unix_millis(current_timestamp()) + id) AS due", "false AS done")  # one a millisecond
+    b.create_table_as("d.tasks", rows_due, primary_key=["id"])
+    changed = b.update("d.tasks", "due < current_timestamp()", {"done": "true"})
+    after = lh.read("d.tasks")
+    assert after.count() == 60_000 and after.select("id").distinct().count() == 60_000, "a key twice, or lost"
+    assert after.where("done").count() == changed > 0
+    assert lh.log("main", 1)[0].operations[0].detail["rows"] == changed
+
+
 def test_update_rejects_unknown_column_and_bad_expression(lh, orders):
     head = lh.get_branch("main").head
     with pytest.raises(errors.ColumnNotFound):
