@@ -203,9 +203,10 @@ def session_config(config: dict) -> dict:
     if _driver_loads(out, direct_writes.UPLOAD_ETAGS):
         # each file written keeps the ETag its upload was answered with: read later, not even S3A's HEAD for it
         key = f"{HADOOP_PREFIX}{INTERCEPTORS}"
-        listed = [c.strip() for c in str(out.get(key, "")).split(",") if c.strip()]
-        out[key] = ",".join(listed + [direct_writes.UPLOAD_ETAGS] if direct_writes.UPLOAD_ETAGS not in listed
-                            else listed)
+        interceptors = [c.strip() for c in str(out.get(key, "")).split(",") if c.strip()]
+        if direct_writes.UPLOAD_ETAGS not in interceptors:  # after a user's own, once
+            interceptors.append(direct_writes.UPLOAD_ETAGS)
+        out[key] = ",".join(interceptors)
     listed = [j for j in str(config.get("spark.jars", "")).split(",") if j]
     out["spark.jars"] = ",".join(listed + [j for j in found if j not in listed])
     present = [p for p in str(config.get("spark.driver.extraClassPath", "")).split(":") if p]
