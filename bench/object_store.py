@@ -21,6 +21,7 @@ folders of tables its catalog knows (every listing's prefix is checked).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -101,11 +102,11 @@ STEPS = ("insert", "update", "update by key", "upsert", "delete", "delete by key
 # A process of its own reads the table as a new dbt run or CLI call would: nothing of the writer's JVM (S3A's
 # caches of objects and their metadata) helps it. Its time includes the JVM's start: only the requests count.
 _NEW_PROCESS_READ = """
-import sys
+import json, sys
 from pyspark.sql import functions as F
 from dbt.adapters.branchspark.core.lakehouse import Lakehouse
 from dbt.adapters.branchspark.core.spark_session import local_session
-spark = local_session("local[2]", {"spark.ui.showConsoleProgress": "false"})
+spark = local_session("local[2]", {"spark.ui.showConsoleProgress": "false", **json.loads(sys.argv[4])})
 spark.sparkContext.setLogLevel("ERROR")
 lakehouse = Lakehouse(spark, sys.argv[1], sys.argv[2])
 table = sys.argv[3]
@@ -186,9 +187,10 @@ def run(args, url: str, log: RequestLog) -> None:
     bucket = f"bench-{uuid.uuid4().hex[:8]}"
     boto3.client("s3", endpoint_url=url).create_bucket(Bucket=bucket)
     log.bucket = bucket
+    conf = dict(c.split("=", 1) for c in args.conf)
     spark = local_session("local[2]", {"spark.sql.shuffle.partitions": "4", "spark.driver.memory": "4g",
                                        "spark.ui.showConsoleProgress": "false",
-                                       **dict(c.split("=", 1) for c in args.conf)})
+                                       **conf})
     spark.sparkContext.setLogLevel("ERROR")
     sizes = [args.small] + ([args.large] if args.large else [])
     results = {}  # (rows, place, step) -> (seconds, Counter of requests)
@@ -224,7 +226,7 @@ def run(args, url: str, log: RequestLog) -> None:
             measured("merge (nothing to write)", lambda: lakehouse.merge("idle", "main"))
             read()  # the session's first read of the table plans it once: count a second, as a reader would
             measured("read", read)
-            measured("read (new process)", lambda: read_in_new_process(warehouse, catalog, TABLE, log))
+            measured("read (new process)", lambda: read_in_new_process(warehouse, catalog, TABLE, log, conf))
             line = [f"{rows:>12,} rows {place:>5}:"]
             for label in STEPS:
                 seconds, counted = results[(rows, place, label)]
@@ -271,9 +273,11 @@ def run(args, url: str, log: RequestLog) -> None:
         dbt_run(url, bucket, log)
 
 
-def read_in_new_process(warehouse: str, catalog: str, table: str, log: RequestLog) -> None:
-    """A full read of `table` on main by a Python process of its own, counted from when its session is up."""
-    reader = subprocess.Popen([sys.executable, "-c", _NEW_PROCESS_READ, warehouse, catalog, table], text=True,
+def read_in_new_process(warehouse: str, catalog: str, table: str, log: RequestLog, conf: dict) -> None:
+    """A full read of `table` on main by a Python process of its own (with the --conf settings), counted from
+    when its session is up."""
+    reader = subprocess.Popen([sys.executable, "-c", _NEW_PROCESS_READ, warehouse, catalog, table, json.dumps(conf)],
+                              text=True,
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     for line in reader.stdout:
         if line.startswith("MARK"):
