@@ -227,7 +227,9 @@ def run(args, url: str, log: RequestLog) -> None:
             read()  # the session's first read of the table plans it once: count a second, as a reader would
             measured("read", read)
             measured("read (new process)", lambda: read_in_new_process(warehouse, catalog, TABLE, log, conf))
-            line = [f"{rows:>12,} rows {place:>5}:"]
+            # the block cache's timing moves GETs with the machine's load (docs/performance.md, "Requests that follow
+            # the data"): print it beside the counts
+            line = [f"{rows:>12,} rows {place:>5}:  (load average {os.getloadavg()[0]:.2f})"]
             for label in STEPS:
                 seconds, counted = results[(rows, place, label)]
                 line.append(f"    {label:<26} {seconds:6.2f} s" + (
