@@ -279,8 +279,7 @@ def read_in_new_process(warehouse: str, catalog: str, table: str, log: RequestLo
     """A full read of `table` on main by a Python process of its own (with the --conf settings), counted from
     when its session is up."""
     reader = subprocess.Popen([sys.executable, "-c", _NEW_PROCESS_READ, warehouse, catalog, table, json.dumps(conf)],
-                              text=True,
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+                              text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     for line in reader.stdout:
         if line.startswith("MARK"):
             break
