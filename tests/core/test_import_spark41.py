@@ -5,8 +5,10 @@ rows that deletion vectors and position deletes hide, as small Parquet files of 
 source file in place; later writes merge row by row; bad input is one line with the branch head unmoved."""
 from __future__ import annotations
 
+import glob
 import os
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from pyiceberg.catalog.rest import RestCatalog
@@ -20,6 +22,8 @@ from dbt.adapters.branchspark.core import errors
 from dbt.adapters.branchspark.core.operations import Op
 from tests.core.test_import import source_files
 from tests.iceberg_clients import served
+from tests.spark_iceberg import require_spark_iceberg, spark_iceberg_read
+from tests.spark_iceberg_reader import canonical
 from tests.spark41_flow import spark41_flow
 
 
@@ -88,9 +92,65 @@ def test_iceberg_with_position_deletes(lh, built):
     assert sum(t.row_count for t in lh.store.tombstones(state.tombstones).values()) == 300 - len(source["rows"])
     lh.import_table(source["path"], "lake.orders_then", version=source["second_snapshot"])
     assert rows(lh.read("lake.orders_then")) == source["rows_at_second"]
-    with served(lh.warehouse.root) as url:  # its files carry Iceberg's field ids: not served yet, in one line
-        with pytest.raises(Exception, match="carries its source's field ids"):
-            RestCatalog("bs", uri=url, warehouse="main").load_table(("lake", "orders"))
+
+
+def _arrow_rows(table: pa.Table) -> list:
+    """pyiceberg's rows as `canonical` takes Spark's: structs as tuples, maps as dicts."""
+    def plain(value, kind):
+        if value is None:
+            return None
+        if pa.types.is_struct(kind):
+            return tuple(plain(value[f.name], f.type) for f in kind)
+        if pa.types.is_map(kind):
+            return {k: plain(v, kind.item_type) for k, v in value}
+        if pa.types.is_list(kind):
+            return [plain(v, kind.value_type) for v in value]
+        return value
+
+    return canonical(tuple(plain(r[f.name], f.type) for f in table.schema) for r in table.to_pylist())
+
+
+def test_imported_tables_are_served_with_their_source_field_ids(lh, spark, built):
+    """Regression (issue 70): an imported Iceberg table (or Delta with column mapping) keeps its files, which carry
+    the source's field ids, so `branchspark serve` refused it. Now each imported column (and nested field) is
+    served under its source's id and the table's own columns above them all: pyiceberg and Spark-Iceberg read
+    exactly Lakehouse.read's rows after a branch added a column, updated and deleted rows, and pyiceberg adds a
+    column and appends on a branch through the REST catalog."""
+    from pyiceberg.table import StaticTable
+    from pyiceberg.types import BooleanType
+
+    require_spark_iceberg()
+    for key, name in (("iceberg", "lake.orders"), ("iceberg_nested", "lake.nested"), ("delta_cm", "raw.renamed")):
+        lh.import_table(built[key]["path"], name)
+    with lh.transaction("main") as tx:
+        tx.add_column("lake.orders", "note", "string")
+        tx.update("lake.orders", "order_id % 5 = 1", {"note": "'checked'", "total": "total + 1"})
+        tx.delete("lake.nested", "id = 7")
+        tx.delete("raw.renamed", "id % 4 = 0")
+    names = ("lake.orders", "lake.nested", "raw.renamed")
+    expected = {n: canonical(lh.read(n).collect()) for n in names}
+    assert len(expected["lake.nested"]) == built["iceberg_nested"]["count"] - 1
+    source = StaticTable.from_metadata(sorted(glob.glob(f"{built['iceberg']['path']}/metadata/*.metadata.json"))[-1])
+    lh.create_branch("dev")
+    with served(lh.warehouse.root) as url:
+        catalog = RestCatalog("bs", uri=url, warehouse="main")
+        for name in names:
+            assert _arrow_rows(catalog.load_table(tuple(name.split("."))).scan().to_arrow()) == expected[name], name
+        served_ids = {f.name: f.field_id for f in catalog.load_table(("lake", "orders")).schema().fields}
+        assert {k: v for k, v in served_ids.items() if k != "note"} == {f.name: f.field_id
+                                                                         for f in source.schema().fields}
+        assert served_ids["note"] > 10**9
+        answers = spark_iceberg_read(url, {"c": "main"}, {n: f"SELECT * FROM c.{n}" for n in names})
+        assert answers == {n: {"rows": expected[n]} for n in names}
+        dev = RestCatalog("bs", uri=url, warehouse="dev").load_table(("lake", "orders"))
+        with dev.update_schema() as update:
+            update.add_column("flag", BooleanType())
+        appended = pa.table({"order_id": pa.array([5000], pa.int64()), "buyer": ["new"], "total": [1.5],
+                             "note": ["pyiceberg"], "flag": [True]})
+        dev.refresh().append(appended.cast(dev.refresh().schema().as_arrow()))
+    assert lh.read("lake.orders", at="dev").columns == ["order_id", "buyer", "total", "note", "flag"]
+    assert rows(lh.read("lake.orders", at="dev")) == sorted(
+        [r + [None] for r in rows(lh.read("lake.orders"))] + [["5000", "new", "1.5", "pyiceberg", "True"]])
 
 
 def test_imported_tables_merge_and_gc_keeps_their_files(lh, spark, built):

@@ -91,8 +91,26 @@ def _columns(schema, location: str) -> list[SourceColumn]:
     from pyiceberg.io.pyarrow import schema_to_pyarrow  # as in _load
 
     arrow = schema_to_pyarrow(schema)
-    return [SourceColumn(f.name, spark_type(a.type, location), f.optional, field_id=f.field_id)
+    return [SourceColumn(f.name, spark_type(a.type, location), f.optional, field_id=f.field_id,
+                         nested_ids=tuple(_nested_ids(f.field_type, ())))
             for f, a in zip(schema.fields, arrow)]
+
+
+def _nested_ids(kind, path: tuple[str, ...]):
+    """(path, field id) of every field inside a nested Iceberg type, named as Spark's Parquet files name them."""
+    from pyiceberg.types import ListType, MapType, StructType  # as in _load
+
+    if isinstance(kind, StructType):
+        inner = [(f.name, f.field_id, f.field_type) for f in kind.fields]
+    elif isinstance(kind, ListType):
+        inner = [("element", kind.element_id, kind.element_type)]
+    elif isinstance(kind, MapType):
+        inner = [("key", kind.key_id, kind.key_type), ("value", kind.value_id, kind.value_type)]
+    else:
+        return
+    for name, field_id, of in inner:
+        yield path + (name,), field_id
+        yield from _nested_ids(of, path + (name,))
 
 
 def _live_files(table, snapshot, columns: list[SourceColumn], location: str) -> list[SourceFile]:

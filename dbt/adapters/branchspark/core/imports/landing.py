@@ -16,7 +16,7 @@ from pyspark.sql import types as T
 
 from .. import errors
 from ..catalog.namespace import split_name
-from ..catalog.schema import Schema, history_entry
+from ..catalog.schema import SOURCE_ID_LIMIT, Schema, history_entry
 from ..catalog.state import SegmentInfo, SegmentKind, TableState
 from ..catalog.tombstones import TombstoneInfo, first_written_in
 from ..operations import ObjectKind, Op
@@ -35,9 +35,14 @@ def land_import(tx: Transaction, source: SourceTable, name: str, primary_key: li
         raise errors.InvalidArgument(f"cannot import {source.location} with a primary key: it has deleted rows "
                                      f"(deletion vectors or position deletes), which an import keeps only on "
                                      f"tables without one yet; import it without --primary-key")
+    too_high = [name for name, ids in source.source_ids().items() if max(i for _, i in ids) >= SOURCE_ID_LIMIT]
+    if too_high:
+        raise errors.InvalidArgument(f"cannot import {source.location}: column(s) {too_high} have field ids of "
+                                     f"{SOURCE_ID_LIMIT} or more, which branchspark does not keep; rewrite the table")
     if not tx.has_database(database):
         tx.create_database(database)
-    tx.create_table(name, source.struct(), partition_by=source.partition_by, primary_key=primary_key)
+    tx.create_table(name, source.struct(), partition_by=source.partition_by, primary_key=primary_key,
+                    source_ids=source.source_ids())
     state = tx._writable_table(name)
     table_schema = tx._schema(state)
     seq = tx._seq()
@@ -206,8 +211,7 @@ def _file_schema(table_schema: Schema, stored: tuple[str, ...]) -> Schema:
     reads project by id, so the table's names read the files' columns."""
     if tuple(c.name for c in table_schema.columns) == stored:
         return table_schema
-    columns = tuple(type(c)(c.id, name, c.type_json, c.nullable, c.default, c.aliases)
-                    for c, name in zip(table_schema.columns, stored))
+    columns = tuple(replace(c, name=name) for c, name in zip(table_schema.columns, stored))
     return Schema(uuid.uuid4().hex, columns)
 
 

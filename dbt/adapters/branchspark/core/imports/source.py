@@ -28,7 +28,8 @@ class SourceColumn:
     data_type: T.DataType
     nullable: bool = True
     stored_as: str | None = None  # the name in its data files when another (Delta column mapping), else `name`
-    field_id: int | None = None  # Iceberg's field id, for files that hold older names
+    field_id: int | None = None  # its field id in the source (Iceberg's, Delta's column mapping id), if any
+    nested_ids: tuple[tuple[tuple[str, ...], int], ...] = ()  # its nested fields' ids, by path (Column.source_ids)
 
     @property
     def file_name(self) -> str:
@@ -60,6 +61,12 @@ class SourceTable:
 
     def struct(self) -> T.StructType:
         return T.StructType([T.StructField(c.name, c.data_type, c.nullable) for c in self.columns])
+
+    def source_ids(self) -> dict[str, tuple]:
+        """Each column's field ids in the source, by column name (its files carry them: Iceberg clients must be
+        served them)."""
+        return {c.name: ((((), c.field_id),) if c.field_id is not None else ()) + c.nested_ids
+                for c in self.columns if c.field_id is not None or c.nested_ids}
 
 
 @dataclass
