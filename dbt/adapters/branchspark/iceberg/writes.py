@@ -35,6 +35,8 @@ from ..core.catalog.tombstones import first_written_in
 from ..core.lakehouse import Snapshot
 from ..core.operations import ObjectKind, Op
 from ..core.storage import object_store
+from ..core.imports.formats import read_source
+from ..core.imports.landing import land_import
 from ..core.transaction import Transaction
 
 AUTHOR = "iceberg-rest"
@@ -168,6 +170,29 @@ class CatalogWrites:
         def create(txn: Transaction):
             self._create(txn, full, uuid.uuid4().hex, columns, properties, partition_by)
         commit, _ = self._run(ref, f"iceberg: create table {full}", create)
+        return self.service.load_table(self._after(ref, commit), namespace, name)
+
+    def register_table(self, ref: str, namespace: str, body: dict) -> bytes:
+        """Iceberg's register: a branch table of the Iceberg table whose metadata file the client names, made as
+        `branchspark import` makes it (docs/import.md): its files borrowed where they lie, its position deletes
+        tombstones, one commit, no data file written."""
+        name = str(body.get("name") or "")
+        full = f"{namespace}.{name}"
+        check_name("table", name)
+        location = str(body.get("metadata-location") or "")
+        if not location.endswith(".metadata.json"):
+            raise errors.InvalidArgument(f"register table {full}: give metadata-location, the table's "
+                                         f"<n>.metadata.json file (got '{location}')")
+        if body.get("overwrite"):
+            raise errors.InvalidArgument(f"register table {full}: overwrite is not supported; drop the table first, "
+                                         f"or register it under another name")
+        self.branch(ref)  # a fixed version or a protected branch refuses before the source is read
+        source = read_source(location, "iceberg")
+
+        def register(txn: Transaction):
+            txn.ns.database_id(namespace)  # a missing namespace is refused, as create table refuses it
+            land_import(txn, source, full, [])
+        commit, _ = self._run(ref, f"iceberg: register table {full} from {location}", register)
         return self.service.load_table(self._after(ref, commit), namespace, name)
 
     def _new_columns(self, full: str, schema: IcebergSchema) -> list[Column]:

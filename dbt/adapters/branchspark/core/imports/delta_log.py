@@ -151,7 +151,8 @@ def _hidden(location: str, add: dict) -> np.ndarray | None:
 
 def _file(location: str, add: dict, deleted: np.ndarray | None) -> SourceFile:
     return source_file(location, unquote(add["path"]), add["size"],
-                       partition_values=dict(_as_dict(add.get("partitionValues"))), deleted=deleted)
+                       partition_values=dict(_as_dict(add.get("partitionValues"))), deleted=deleted,
+                       order=int(add.get("modificationTime") or 0))
 
 
 def _check_protocol(protocol: dict, location: str) -> None:

@@ -118,9 +118,12 @@ def _live_files(table, snapshot, columns: list[SourceColumn], location: str) -> 
     and files of other formats refused by name."""
     from pyiceberg.manifest import DataFileContent, FileFormat  # as in _load
 
+    written_at: dict[str, int] = {}  # data file -> its data sequence number (the order the table wrote files in)
     for manifest in snapshot.manifests(table.io):
         for entry in manifest.fetch_manifest_entry(table.io, discard_deleted=True):
             data = entry.data_file
+            if data.content == DataFileContent.DATA:
+                written_at[data.file_path] = entry.sequence_number or 0
             if data.content == DataFileContent.EQUALITY_DELETES:
                 raise errors.InvalidArgument(f"cannot import {location}: it has equality deletes ({data.file_path}), "
                                              f"which import does not support yet; rewrite them as position deletes "
@@ -140,7 +143,8 @@ def _live_files(table, snapshot, columns: list[SourceColumn], location: str) -> 
     else:  # no column was ever renamed: every file stores the names the table has
         names = [()] * len(tasks)
     return [source_file(location, _readable(t.file.file_path), t.file.file_size_in_bytes,
-                        deleted=deletes.get(t.file.file_path), file_names=file_names)
+                        deleted=deletes.get(t.file.file_path), file_names=file_names,
+                        order=written_at.get(t.file.file_path, 0))
             for t, file_names in zip(tasks, names)]
 
 

@@ -44,6 +44,7 @@ class SourceFile:
     partition_values: dict = field(default_factory=dict)  # stored name -> text (None: NULL), for folder values
     deleted: np.ndarray | None = None  # sorted positions of rows the source's deletes hide
     file_names: tuple[tuple[str, str], ...] = ()  # (column name, name in this file) where they differ (Iceberg)
+    order: int = 0  # when the source wrote it, as it orders writes (Iceberg's data sequence number, Delta's mtime)
 
     @property
     def uri(self) -> str:
