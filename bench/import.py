@@ -7,10 +7,9 @@ Spark 4.1 with Delta's and Iceberg's runtimes (bench/peers_side.py in .venv-peer
 team already has. For each, branchspark (this Python's Spark 4.3) imports it (`Lakehouse.import_table`: one commit,
 its files borrowed) and, beside it, copies it in (a CTAS of the imported table's rows, which writes every row);
 printed: seconds (the import's: the median of three more under other names; the first in the process, which also
-loads modules once, beside it), bytes written under the warehouse's tables and the ratio (targets: >= 100x faster, 0 data
-bytes). Then
-the source moves on by Spark 4.1 (a third of N rows updated, a third deleted, a third inserted: three commits) and
-`refresh_import` brings the three commits, for each N of `--changes`: seconds, and the rows `branch_changes`
+loads modules once, beside it), bytes written under the warehouse's tables and the ratio (targets: >= 100x faster,
+0 data bytes). Then the source moves on by Spark 4.1 (a third of N rows updated, a third deleted, a third inserted:
+three commits) and `refresh_import` brings the three commits, for each N of `--changes`: seconds, and the rows `branch_changes`
 gives against the rows changed (target: the cost follows the changes, not the table).
 """
 from __future__ import annotations

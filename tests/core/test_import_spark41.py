@@ -280,6 +280,14 @@ def test_delta_refresh_brings_each_later_version_as_its_own_changes(lh, spark, b
     assert rows(lh.read("raw.customers")) == sorted(source["rows"] + [["9999", "1.0", "dev", "east"]])
     with pytest.raises(errors.InvalidArgument, match="was imported from"):
         lh.refresh_import("raw.customers", source=built["delta_cm"]["path"])
+    # with a primary key: the version's deletes land before its new files, which keep the updated keys
+    keyed = lh.import_table(source["path"], "raw.keyed", version=2, primary_key=["id"]).id
+    assert [lh.store.operations(c.id)[-1].op for c in lh.refresh_import("raw.keyed")] == [Op.DELETE, Op.UPDATE]
+    assert rows(lh.read("raw.keyed")) == source["rows"]
+    changes = lh.sql(f"SELECT id, amount, label, region, _change_type FROM "
+                     f"branch_changes('raw.keyed', '{keyed}', 'main')")
+    assert rows(changes.where("_change_type = 'delete'").drop("_change_type")) == sorted(map(list, (then - now).elements()))
+    assert rows(changes.where("_change_type = 'insert'").drop("_change_type")) == sorted(map(list, (now - then).elements()))
 
 
 def test_iceberg_refresh_brings_each_later_snapshot(lh, built):

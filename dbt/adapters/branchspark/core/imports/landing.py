@@ -79,15 +79,16 @@ def land_refresh(tx: Transaction, name: str, change: VersionChanges, location: s
     hide (Delta's deletion vectors, Iceberg's position deletes) as tombstones (a delete); both at once are an update (SPEC 3.3), so merges and branch_changes see the
     source's rows as it changed them."""
     state = tx._writable_table(name)
-    if state.primary_key:
-        raise errors.InvalidArgument(f"cannot refresh {name}: it has a primary key, which a refresh does not follow "
-                                     f"yet")
     borrowed = {(s.path, f): s for s in tx.ns.segment_infos(state.segments) if s.external for f in s.files}
     if not borrowed:
         raise errors.InvalidArgument(f"cannot refresh {name}: it no longer reads any file of {location} (overwritten "
                                      f"or compacted on branch '{tx.branch}'); import it again")
     written = tx.ns.schema(next(iter(borrowed.values())).schema_id)
-    seq = tx._seq()
+    # On a keyed table a tombstone deletes its keys' rows written before it: the version's deletes come before its
+    # new files (an update's new rows keep their keys), the rows its new files hide already after them.
+    keyed = bool(state.primary_key)
+    deletes_seq = tx._seq()
+    seq = tx._seq() if keyed else deletes_seq
     # a removed file's rows, but those it hid before (its `deleted`); the rows a file's new deletes hide
     removed = [(file, _borrowed_segment(borrowed, file, name, location, tx.branch)) for file in change.removed]
     hidden = [(file, _borrowed_segment(borrowed, file, name, location, tx.branch)) for file in change.hidden]
@@ -103,8 +104,8 @@ def land_refresh(tx: Transaction, name: str, change: VersionChanges, location: s
         segments.append(segment)
         of_file.update({f.uri: segment for f in files})
     own_hidden = [(f, of_file[f.uri]) for f in change.added if f.deleted is not None and len(f.deleted)]
-    deleted = _write_position_tombstone(tx, state, written, hidden, seq, removed=removed)
-    carried = _write_position_tombstone(tx, state, written, own_hidden, seq)
+    deleted = _write_position_tombstone(tx, state, written, hidden, deletes_seq, removed=removed)
+    carried = _write_position_tombstone(tx, state, written, own_hidden, tx._seq() if keyed else seq)
     tx.ns.add_segments(segments)
     for tombstone in deleted + carried:
         tx.ns.add_tombstone(tombstone)
