@@ -98,13 +98,11 @@ def _columns(schema, location: str) -> list[SourceColumn]:
 
 def _nested_ids(kind, path: tuple[str, ...]):
     """(path, field id) of every field inside a nested Iceberg type, named as Spark's Parquet files name them."""
-    from pyiceberg.types import ListType, MapType, StructType  # as in _load
-
-    if isinstance(kind, StructType):
+    if hasattr(kind, "fields"):  # a struct (pyiceberg's types told apart by their fields: no import here)
         inner = [(f.name, f.field_id, f.field_type) for f in kind.fields]
-    elif isinstance(kind, ListType):
+    elif hasattr(kind, "element_id"):  # a list
         inner = [("element", kind.element_id, kind.element_type)]
-    elif isinstance(kind, MapType):
+    elif hasattr(kind, "key_id"):  # a map
         inner = [("key", kind.key_id, kind.key_type), ("value", kind.value_id, kind.value_type)]
     else:
         return
