@@ -10,7 +10,8 @@ here.
   a DELETE (deletion vectors);
 - `delta_widening`: Delta with type widening on (a reader feature import refuses);
 - `iceberg`: Iceberg format 2, merge-on-read: two inserts (snapshot 2), a DELETE (position deletes), a renamed
-  column.
+  column;
+- `iceberg_nested`: Iceberg format 2 with a struct, an array and a map column, and position deletes.
 """
 from __future__ import annotations
 
@@ -114,6 +115,15 @@ def build(spark, root: str, lake_warehouse: str) -> dict:
                        "columns": frame.columns, "second_snapshot": second, "rows_at_second": at_second,
                        "delete_files": deletes}
     phase("iceberg")
+    # nested columns: their fields' ids (5-9) follow the top-level ones in Iceberg, not in branchspark
+    spark.sql("CREATE TABLE lake.db.nested (id BIGINT, info STRUCT<city: STRING, zip: INT>, tags ARRAY<STRING>, "
+              "attrs MAP<STRING, INT>) USING iceberg TBLPROPERTIES ('format-version' = '2', "
+              "'write.delete.mode' = 'merge-on-read')")
+    spark.sql("INSERT INTO lake.db.nested SELECT id, named_struct('city', concat('city', id % 5), 'zip', "
+              "CAST(id AS INT)), array(concat('t', id), 'x'), map('k', CAST(id AS INT)) FROM range(0, 40)")
+    spark.sql("DELETE FROM lake.db.nested WHERE id % 9 = 0")
+    seen["iceberg_nested"] = {"path": os.path.join(lake_warehouse, "db", "nested"), "count": 40 - 5}
+    phase("iceberg_nested")
     return seen
 
 

@@ -5,8 +5,10 @@ rows that deletion vectors and position deletes hide, as small Parquet files of 
 source file in place; later writes merge row by row; bad input is one line with the branch head unmoved."""
 from __future__ import annotations
 
+import glob
 import os
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from pyiceberg.catalog.rest import RestCatalog
@@ -18,8 +20,11 @@ from click.testing import CliRunner
 from dbt.adapters.branchspark.cli.main import cli
 from dbt.adapters.branchspark.core import errors
 from dbt.adapters.branchspark.core.operations import Op
+from dbt.adapters.branchspark.core.storage.layout import ICEBERG_DIR
 from tests.core.test_import import source_files
 from tests.iceberg_clients import served
+from tests.spark_iceberg import require_spark_iceberg, spark_iceberg_read
+from tests.spark_iceberg_reader import canonical
 from tests.spark41_flow import spark41_flow
 
 
@@ -88,9 +93,121 @@ def test_iceberg_with_position_deletes(lh, built):
     assert sum(t.row_count for t in lh.store.tombstones(state.tombstones).values()) == 300 - len(source["rows"])
     lh.import_table(source["path"], "lake.orders_then", version=source["second_snapshot"])
     assert rows(lh.read("lake.orders_then")) == source["rows_at_second"]
-    with served(lh.warehouse.root) as url:  # its files carry Iceberg's field ids: not served yet, in one line
-        with pytest.raises(Exception, match="carries its source's field ids"):
-            RestCatalog("bs", uri=url, warehouse="main").load_table(("lake", "orders"))
+
+
+def _arrow_rows(table: pa.Table) -> list:
+    """pyiceberg's rows as `canonical` takes Spark's: structs as tuples, maps as dicts."""
+    def plain(value, kind):
+        if value is None:
+            return None
+        if pa.types.is_struct(kind):
+            return tuple(plain(value[f.name], f.type) for f in kind)
+        if pa.types.is_map(kind):
+            return {k: plain(v, kind.item_type) for k, v in value}
+        if pa.types.is_list(kind):
+            return [plain(v, kind.value_type) for v in value]
+        return value
+
+    return canonical(tuple(plain(r[f.name], f.type) for f in table.schema) for r in table.to_pylist())
+
+
+def test_imported_tables_are_served_with_their_source_field_ids(lh, spark, built):
+    """Regression (issue 70): an imported Iceberg table (or Delta with column mapping) keeps its files, which carry
+    the source's field ids, so `branchspark serve` refused it. Now each imported column (and nested field) is
+    served under its source's id and the table's own columns above them all: pyiceberg and Spark-Iceberg read
+    exactly Lakehouse.read's rows after a branch added a column, updated and deleted rows, and pyiceberg adds a
+    column and appends on a branch through the REST catalog. Then `register` (_register)."""
+    from pyiceberg.table import StaticTable
+    from pyiceberg.types import BooleanType
+
+    require_spark_iceberg()
+    for key, name in (("iceberg", "lake.orders"), ("iceberg_nested", "lake.nested"), ("delta_cm", "raw.renamed")):
+        lh.import_table(built[key]["path"], name)
+    with lh.transaction("main") as tx:
+        tx.add_column("lake.orders", "note", "string")
+        tx.update("lake.orders", "order_id % 5 = 1", {"note": "'checked'", "total": "total + 1"})
+        tx.delete("lake.nested", "id = 7")
+        tx.delete("raw.renamed", "id % 4 = 0")
+    names = ("lake.orders", "lake.nested", "raw.renamed")
+    expected = {n: canonical(lh.read(n).collect()) for n in names}
+    assert len(expected["lake.nested"]) == built["iceberg_nested"]["count"] - 1
+    source = StaticTable.from_metadata(sorted(glob.glob(f"{built['iceberg']['path']}/metadata/*.metadata.json"))[-1])
+    lh.create_branch("dev")
+    with served(lh.warehouse.root) as url:
+        catalog = RestCatalog("bs", uri=url, warehouse="main")
+        for name in names:
+            assert _arrow_rows(catalog.load_table(tuple(name.split("."))).scan().to_arrow()) == expected[name], name
+        served_ids = {f.name: f.field_id for f in catalog.load_table(("lake", "orders")).schema().fields}
+        assert {k: v for k, v in served_ids.items() if k != "note"} == {f.name: f.field_id
+                                                                         for f in source.schema().fields}
+        assert served_ids["note"] > 10**9
+        answers = spark_iceberg_read(url, {"c": "main"}, {n: f"SELECT * FROM c.{n}" for n in names})
+        assert answers == {n: {"rows": expected[n]} for n in names}
+        dev = RestCatalog("bs", uri=url, warehouse="dev").load_table(("lake", "orders"))
+        with dev.update_schema() as update:
+            update.add_column("flag", BooleanType())
+        appended = pa.table({"order_id": pa.array([5000], pa.int64()), "buyer": ["new"], "total": [1.5],
+                             "note": ["pyiceberg"], "flag": [True]})
+        dev.refresh().append(appended.cast(dev.refresh().schema().as_arrow()))
+        _register(lh, url, built["iceberg"], source.metadata_location)
+    assert lh.read("lake.orders", at="dev").columns == ["order_id", "buyer", "total", "note", "flag"]
+    assert rows(lh.read("lake.orders", at="dev")) == sorted(
+        [r + [None] for r in rows(lh.read("lake.orders"))] + [["5000", "new", "1.5", "pyiceberg", "True"]])
+
+
+def _register(lh, url: str, source: dict, metadata_location: str) -> None:
+    """Iceberg REST `register` (issue 70): pyiceberg names an Iceberg table's metadata file and gets a branch table
+    of it, imported as `branchspark import` does (one commit, files borrowed, position deletes as tombstones), read
+    back by pyiceberg; bad input is one line with the head unmoved."""
+    lh.create_branch("reg")
+    catalog = RestCatalog("bs", uri=url, warehouse="reg")
+    before = set(written_parquet(lh))
+    table = catalog.register_table(("lake", "registered"), metadata_location)
+    assert table.name() == ("lake", "registered") or tuple(table.name()[-2:]) == ("lake", "registered")
+    assert rows(lh.read("lake.registered", at="reg")) == source["rows"]
+    assert not lh.snapshot("main").has_table("lake.registered")
+    operation = lh.store.operations(lh.get_branch("reg").head)[-1]
+    assert operation.op == Op.INSERT and operation.detail["source_format"] == "iceberg"
+    # no data file: the tombstone of the rows its position deletes hide, and the served metadata's position deletes
+    assert all("/tombstones/" in p or f"/{ICEBERG_DIR}/" in p for p in set(written_parquet(lh)) - before), \
+        set(written_parquet(lh)) - before
+    assert _arrow_rows(catalog.load_table(("lake", "registered")).scan().to_arrow()) == canonical(
+        tuple(r) for r in lh.read("lake.registered", at="reg").collect())
+    head = lh.get_branch("reg").head
+    lh.create_branch("locked")
+    lh.protect_branch("locked")
+    bad = [("reg", ("lake", "registered"), metadata_location, "AlreadyExists"),
+           ("reg", ("lake", "other"), metadata_location.replace(".metadata.json", "-gone.metadata.json"), "cannot"),
+           ("reg", ("nowhere", "other"), metadata_location, "NoSuchNamespace"),
+           ("locked", ("lake", "other"), metadata_location, "protected"),
+           (f"reg@{head}", ("lake", "other"), metadata_location, "fixed version")]
+    for warehouse, name, location, said in bad:
+        with pytest.raises(Exception) as raised:
+            RestCatalog("bs", uri=url, warehouse=warehouse).register_table(name, location)
+        text = str(raised.value)
+        assert said in text and "\n" not in text, (warehouse, text)
+    assert lh.get_branch("reg").head == head
+
+
+def test_primary_key_on_sources_with_deleted_rows(lh, spark, built):
+    """Regression (issue 70): a primary key was refused on a source with deleted rows, since a key's tombstone deletes
+    every older row of that key, and Delta's UPDATE hid rows whose keys live on in its new files. The files now land
+    in the order their source wrote them, each write's hidden rows in a tombstone just after it: the rows equal the
+    source's, and the key works as any table's (an upsert replaces a row the source updated)."""
+    delta, iceberg = built["delta_dv"], built["iceberg"]
+    lh.import_table(delta["path"], "raw.customers", primary_key=["id"])
+    assert rows(lh.read("raw.customers")) == delta["rows"]
+    updated = [r for r in delta["rows"] if r[2] == "updated"]
+    assert updated  # the UPDATE's rows: their older images hidden in the files the first inserts wrote
+    assert hidden_rows(lh, "raw.customers") > 0
+    lh.import_table(iceberg["path"], "lake.orders", primary_key=["order_id"])
+    assert rows(lh.read("lake.orders")) == iceberg["rows"]
+    key = int(updated[0][0])
+    lh.branch("main").upsert("raw.customers", spark.createDataFrame(
+        [(key, 0.5, "upserted", updated[0][3])], "id bigint, amount double, label string, region string"))
+    after = rows(lh.read("raw.customers"))
+    assert [r for r in after if r[0] == str(key)] == [[str(key), "0.5", "upserted", updated[0][3]]]
+    assert len(after) == len(delta["rows"])
 
 
 def test_imported_tables_merge_and_gc_keeps_their_files(lh, spark, built):
@@ -126,7 +243,6 @@ def test_bad_versions_and_features_are_one_line(lh, built):
         (built["delta_dv"]["path"], {"version": 99}, "versions go up to"),
         (built["iceberg"]["path"], {"version": 1}, "no such snapshot"),
         (built["delta_widening"]["path"], {}, "typeWidening"),
-        (built["delta_dv"]["path"], {"primary_key": ["id"]}, "with a primary key"),
         (built["delta_dv"]["path"], {"format": "iceberg"}, "metadata"),
         (built["iceberg"]["path"], {"name": "raw.renamed"}, "already exists"),
     ]
@@ -164,6 +280,14 @@ def test_delta_refresh_brings_each_later_version_as_its_own_changes(lh, spark, b
     assert rows(lh.read("raw.customers")) == sorted(source["rows"] + [["9999", "1.0", "dev", "east"]])
     with pytest.raises(errors.InvalidArgument, match="was imported from"):
         lh.refresh_import("raw.customers", source=built["delta_cm"]["path"])
+    # with a primary key: the version's deletes land before its new files, which keep the updated keys
+    keyed = lh.import_table(source["path"], "raw.keyed", version=2, primary_key=["id"]).id
+    assert [lh.store.operations(c.id)[-1].op for c in lh.refresh_import("raw.keyed")] == [Op.DELETE, Op.UPDATE]
+    assert rows(lh.read("raw.keyed")) == source["rows"]
+    changes = lh.sql(f"SELECT id, amount, label, region, _change_type FROM "
+                     f"branch_changes('raw.keyed', '{keyed}', 'main')")
+    assert rows(changes.where("_change_type = 'delete'").drop("_change_type")) == sorted(map(list, (then - now).elements()))
+    assert rows(changes.where("_change_type = 'insert'").drop("_change_type")) == sorted(map(list, (now - then).elements()))
 
 
 def test_iceberg_refresh_brings_each_later_snapshot(lh, built):

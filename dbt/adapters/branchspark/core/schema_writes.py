@@ -73,7 +73,9 @@ class SchemaWrites:
 
     # -------------------------------------------------------------- tables
     def create_table(self, name: str, schema: T.StructType, partition_by=None, primary_key=None,
-                     properties: dict | None = None, if_not_exists: bool = False) -> None:
+                     properties: dict | None = None, if_not_exists: bool = False,
+                     source_ids: dict[str, tuple] | None = None) -> None:
+        """source_ids: an imported table's columns' field ids in its source, by column name (Column.source_ids)."""
         db_name, table_name = split_name(name)
         check_name("table", table_name)
         database_id = self.ns.database_id(db_name)
@@ -90,7 +92,8 @@ class SchemaWrites:
                 raise errors.InvalidArgument(f"column '{field.name}' appears twice in the schema of '{name}'")
             seen.add(field.name.lower())
             in_key = field.name.lower() in {k.lower() for k in primary_key}
-            columns.append(Column(column_id, field.name, field.dataType.json(), field.nullable and not in_key))
+            columns.append(Column(column_id, field.name, field.dataType.json(), field.nullable and not in_key,
+                                  source_ids=(source_ids or {}).get(field.name, ())))
         for kind, chosen in (("partition", partition_by), ("primary key", primary_key)):
             unknown = [c for c in chosen if c.lower() not in seen]
             if unknown:

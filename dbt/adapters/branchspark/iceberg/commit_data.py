@@ -66,6 +66,13 @@ def snapshot_changes(warehouse: Warehouse, io: FileIO, snapshot: Snapshot | None
     """What `snapshot` (a client's, on top of `table`'s version) adds and deletes; its delete files added by
     any of `commit_snapshots` (the snapshots of this commit) are new."""
     refs = {r.relative: r for s in lookup.segment_infos(table.segments) for r in deletes.segment_files(warehouse, s)}
+    # an import's borrowed files lie outside the warehouse: a client names them as they were served
+    borrowed = {files.plain_location(files.absolute(warehouse, r)): r for r in refs if files.is_borrowed_location(r)}
+
+    def known(location: str) -> str | None:
+        relative = files.relative_location(warehouse, location)
+        return relative if relative is not None else borrowed.get(files.plain_location(location))
+
     gone = deletes.position_deletes(warehouse, table, lookup.schema, list(refs.values()),
                                     lookup.tombstone_infos(table.tombstones), memo)
     live: set[str] = set()
@@ -75,7 +82,7 @@ def snapshot_changes(warehouse: Warehouse, io: FileIO, snapshot: Snapshot | None
         for entry in manifest.fetch_manifest_entry(io, discard_deleted=True):
             data = entry.data_file
             if data.content == DataFileContent.DATA:
-                relative = files.relative_location(warehouse, data.file_path)
+                relative = known(data.file_path)
                 if relative is None:
                     raise errors.InvalidArgument(
                         f"table {full_name}: data file {data.file_path} lies outside the warehouse; write data files "
@@ -114,7 +121,7 @@ def snapshot_changes(warehouse: Warehouse, io: FileIO, snapshot: Snapshot | None
         for path, position in zip(paths, positions):
             by_file[path].append(int(position))
         for path, found in by_file.items():
-            relative = files.relative_location(warehouse, path)
+            relative = known(path)
             if relative in removed or (relative not in refs and relative not in live):
                 continue  # a file this commit removes (or added, then removed again)
             if relative not in refs:
@@ -191,8 +198,7 @@ def _values(warehouse: Warehouse, ref: DataFileRef, positions: np.ndarray, writt
             ) -> pa.Table:
     """The rows at `positions` of a data file written with `written`, in `current`'s columns and types."""
     names = {c.id: written.source_of(c) for c in current.columns}
-    in_file = set(pq.read_schema(f"{files.filesystem(warehouse)[1]}/{ref.relative}",
-                                 filesystem=files.filesystem(warehouse)[0]).names)
+    in_file = set(_footer(warehouse, ref.relative).schema.to_arrow_schema().names)
     wanted = sorted({s.name for s in names.values() if s is not None and s.name in in_file})
     rows = _table(warehouse, ref.relative, wanted).take(pa.array(positions, pa.int64()))
     partition_values = ref.segment.partition_values or {}
@@ -345,9 +351,9 @@ def _inside(warehouse: Warehouse, location: str, full_name: str) -> str:
 
 
 def _footer(warehouse: Warehouse, relative: str) -> pq.FileMetaData:
-    fs, base = files.filesystem(warehouse)
+    fs, path = files.located(warehouse, relative)  # a borrowed file where it lies
     try:
-        with fs.open_input_file(f"{base}/{relative}") as handle:
+        with fs.open_input_file(path) as handle:
             return pq.read_metadata(handle)
     except (OSError, pa.ArrowInvalid) as exc:
         raise errors.InvalidArgument(f"data file {files.absolute(warehouse, relative)} cannot be read as Parquet: "
@@ -355,6 +361,6 @@ def _footer(warehouse: Warehouse, relative: str) -> pq.FileMetaData:
 
 
 def _table(warehouse: Warehouse, relative: str, columns: list[str] | None = None) -> pa.Table:
-    fs, base = files.filesystem(warehouse)
-    with fs.open_input_file(f"{base}/{relative}") as handle:
+    fs, path = files.located(warehouse, relative)
+    with fs.open_input_file(path) as handle:
         return pq.read_table(handle, columns=columns)

@@ -99,11 +99,14 @@ def writers_segment_dir(warehouse: Warehouse, table_id: str, seq: int, version_i
 def relative_location(warehouse: Warehouse, location: str) -> str | None:
     """A location a client names (a path, `file:` URI, `s3://` or `s3a://` URI) relative to the warehouse;
     None when it lies outside it."""
-    def plain(text: str) -> str:
-        if text.startswith("file:"):
-            text = text[len("file:"):]
-            while text.startswith("//"):
-                text = text[1:]
-        return object_store.reader_uri(text)
-    root, given = plain(warehouse.root).rstrip("/") + "/", plain(location)
+    root, given = plain_location(warehouse.root).rstrip("/") + "/", plain_location(location)
     return given[len(root):] if given.startswith(root) else None
+
+
+def plain_location(text: str) -> str:
+    """A location in one spelling: `file:` URIs as paths, `s3a://` as `s3://`."""
+    if text.startswith("file:"):
+        text = text[len("file:"):]
+        while text.startswith("//"):
+            text = text[1:]
+    return object_store.reader_uri(text)

@@ -54,7 +54,7 @@ from ..core.catalog.tombstones import TombstoneInfo
 from ..core.storage.layout import Warehouse
 from .schema import (
     PARTITION_FIELD_ID_BASE,
-    NestedIds,
+    FieldIds,
     Unsupported,
     iceberg_schema,
     literal_default,
@@ -101,7 +101,6 @@ class FileStats:
     record_count: int
     size: int
     columns: tuple[str, ...]
-    field_ids: bool = False  # its columns carry Parquet field ids (an Iceberg writer's, or Delta's id mapping)
 
 
 class _BufferFile(OutputFile):
@@ -174,8 +173,7 @@ class MetadataBuilder:
                 footer = pq.read_metadata(handle)
                 size = handle.size()
             arrow = footer.schema.to_arrow_schema()
-            found = FileStats(footer.num_rows, size, tuple(arrow.names),
-                              any(f.metadata and b"PARQUET:field_id" in f.metadata for f in arrow))
+            found = FileStats(footer.num_rows, size, tuple(arrow.names))
             self._stats[relative] = found
         return found
 
@@ -189,9 +187,11 @@ class _Build:
             self.schema_ids.setdefault(version.table.schema_id, len(self.schema_ids))
         self.head = chain[-1].table
         self.current = builder.lookup.schema(self.head.schema_id)
-        self.last_column = max([c.id for sid in self.schema_ids for c in builder.lookup.schema(sid).columns] or [0])
-        self.nested_ids = NestedIds(first=self.last_column + 1)
-        self.iceberg_schemas = {sid: iceberg_schema(builder.lookup.schema(sid), n, table_name, self.nested_ids)
+        described = [builder.lookup.schema(sid) for sid in self.schema_ids]
+        self.ids = FieldIds.of_table(described, [builder.lookup.schema(e["schema_id"])
+                                                 for e in self.head.schema_history])
+        self.last_column = self.ids.first - 1
+        self.iceberg_schemas = {sid: iceberg_schema(builder.lookup.schema(sid), n, table_name, self.ids)
                                 for sid, n in self.schema_ids.items()}
         # One partition spec per partitioning the segments were written with (set_partitioning changes it
         # without rewriting data); the table's current one is spec 0, the default.
@@ -212,13 +212,7 @@ class _Build:
             refs = {s.id: deletes.segment_files(self.warehouse, s) for s in segments}
             for group in refs.values():
                 for ref in group:
-                    stats = self.b.stats(ref.relative)
-                    if ref.segment.external and stats.field_ids:
-                        # a reader would match the source's field ids against branchspark's column ids
-                        raise Unsupported(f"table {self.table_name}: imported file {ref.relative} carries its "
-                                          f"source's field ids, which branchspark serve does not describe yet; read "
-                                          f"the table with Lakehouse.read, dbt or SQL")
-                    file_columns.update(stats.columns)
+                    file_columns.update(self.b.stats(ref.relative).columns)
             snapshot, carried = self._snapshot(version, parent, segments, refs, carried)
             snapshots.append(snapshot)
             log.append(SnapshotLogEntry(snapshot_id=snapshot.snapshot_id, timestamp_ms=snapshot.timestamp_ms))
@@ -274,7 +268,7 @@ class _Build:
             for source in source_ids:
                 self._field_ids.setdefault(source, PARTITION_FIELD_ID_BASE + len(self._field_ids))
             names = [self.current.by_id(i).name for i in source_ids]
-            spec = partition_spec(self.current, names, len(self.specs), self._field_ids)
+            spec = partition_spec(self.current, names, len(self.specs), self._field_ids, self.ids)
             self.specs[source_ids] = spec
         return spec
 
@@ -358,7 +352,7 @@ class _Build:
     def _document(self, snapshots, log, written_schemas, file_columns) -> dict:
         snapshot_schemas = [self.b.lookup.schema(sid) for sid in reversed(list(self.schema_ids))]
         mapping, ambiguous = name_mapping(snapshot_schemas, written_schemas.values(), sorted(file_columns),
-                                          self.nested_ids)
+                                          self.ids)
         inexact = []
         for column in self.current.columns:
             if column.default is not None and any(s.source_of(column) is None for s in written_schemas.values()):
@@ -389,7 +383,7 @@ class _Build:
             table_uuid=uuid.UUID(hex=self.head.id) if len(self.head.id) == 32 else uuid.uuid5(uuid.NAMESPACE_URL,
                                                                                                self.head.id),
             last_updated_ms=snapshots[-1].timestamp_ms if snapshots else int(time.time() * 1000),
-            last_column_id=max(self.last_column, self.nested_ids.last), schemas=list(self.iceberg_schemas.values()),
+            last_column_id=max(self.last_column, self.ids.last), schemas=list(self.iceberg_schemas.values()),
             current_schema_id=self.schema_ids[self.head.schema_id], partition_specs=list(self.specs.values()),
             default_spec_id=0, last_partition_id=max(self._field_ids.values(), default=PARTITION_FIELD_ID_BASE - 1), properties=properties,
             current_snapshot_id=snapshots[-1].snapshot_id, snapshots=snapshots, snapshot_log=log,

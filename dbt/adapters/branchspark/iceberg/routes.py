@@ -38,6 +38,7 @@ _ENDPOINTS = [
     "POST /v1/{prefix}/namespaces/{namespace}/properties", "POST /v1/{prefix}/namespaces/{namespace}/tables",
     "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}",
     "DELETE /v1/{prefix}/namespaces/{namespace}/tables/{table}", "POST /v1/{prefix}/tables/rename",
+    "POST /v1/{prefix}/namespaces/{namespace}/register",
     "POST /v1/{prefix}/transactions/commit",
 ]
 
@@ -243,6 +244,10 @@ class _WriteHandlers(_Handlers):
         body = self.writes.create_table(self._ref(request), self._namespace(request), request.state.body)
         return Response(body, media_type="application/json")
 
+    def register_table(self, request: Request) -> Response:
+        body = self.writes.register_table(self._ref(request), self._namespace(request), request.state.body)
+        return Response(body, media_type="application/json")
+
     def commit_table(self, request: Request) -> Response:
         body = self.writes.commit_table(self._ref(request), self._namespace(request), request.path_params["table"],
                                         request.state.body)
@@ -275,6 +280,7 @@ def create_app(service: CatalogService, token: str | None = None) -> Starlette:
               methods=every),
         Route("/v1/{prefix}/namespaces/{namespace}/tables/{table}",
               _handle(handlers.table, post=handlers.commit_table, delete=handlers.drop_table), methods=every),
+        Route("/v1/{prefix}/namespaces/{namespace}/register", _handle(post=handlers.register_table), methods=every),
         Route("/v1/{prefix}/tables/rename", _handle(post=handlers.rename_table), methods=every),
         Route("/v1/{prefix}/transactions/commit", _handle(post=handlers.commit_transaction), methods=every),
         Route("/v1/{prefix}/namespaces/{namespace}/views", _handle(handlers.views), methods=every),

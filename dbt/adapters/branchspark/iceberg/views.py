@@ -29,7 +29,7 @@ from ..core.catalog.schema import Column, Schema
 from ..core.sql_text import QUOTED, quote_identifier, tokens, unquote
 from ..core.storage.layout import Warehouse
 from .metadata import REVISION, VersionAt, commit_ms
-from .schema import NestedIds, Unsupported, iceberg_schema
+from .schema import FieldIds, Unsupported, iceberg_schema
 
 TRANSLATED_DIALECTS = ("trino", "duckdb")
 DIALECTS_PROPERTY = "branchspark.dialects"
@@ -65,7 +65,7 @@ def view_schema(schema_json: str, schema_id: int, view_name: str):
     """A recorded output schema (Spark's JSON) as an Iceberg schema: fields numbered from 1 in order."""
     fields = T.StructType.fromJson(json.loads(schema_json)).fields
     columns = tuple(Column(i + 1, f.name, f.dataType.json(), f.nullable) for i, f in enumerate(fields))
-    return iceberg_schema(Schema(f"view-{schema_id}", columns), schema_id, view_name, NestedIds(len(columns) + 1))
+    return iceberg_schema(Schema(f"view-{schema_id}", columns), schema_id, view_name, FieldIds(len(columns) + 1))
 
 
 class ViewMetadataBuilder:

@@ -15,6 +15,7 @@ import json
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import replace
 
 from pyiceberg.io import load_file_io
 from pyiceberg.schema import Schema as IcebergSchema
@@ -25,7 +26,7 @@ from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
 from . import files
 from .commit_data import snapshot_changes, write_tombstones
 from .metadata import WRITER_OWNED_PROPERTIES
-from .schema import PARTITION_FIELD_ID_BASE, iceberg_schema, NestedIds, partition_spec, spark_type
+from .schema import PARTITION_FIELD_ID_BASE, FieldIds, iceberg_schema, partition_spec, spark_type
 from ..core import errors
 from ..core.catalog.namespace import check_name, split_name
 from ..core.catalog.schema import Column, Schema, check_widening, history_entry
@@ -34,6 +35,8 @@ from ..core.catalog.tombstones import first_written_in
 from ..core.lakehouse import Snapshot
 from ..core.operations import ObjectKind, Op
 from ..core.storage import object_store
+from ..core.imports.formats import read_source
+from ..core.imports.landing import land_import
 from ..core.transaction import Transaction
 
 AUTHOR = "iceberg-rest"
@@ -169,6 +172,29 @@ class CatalogWrites:
         commit, _ = self._run(ref, f"iceberg: create table {full}", create)
         return self.service.load_table(self._after(ref, commit), namespace, name)
 
+    def register_table(self, ref: str, namespace: str, body: dict) -> bytes:
+        """Iceberg's register: a branch table of the Iceberg table whose metadata file the client names, made as
+        `branchspark import` makes it (docs/import.md): its files borrowed where they lie, its position deletes
+        tombstones, one commit, no data file written."""
+        name = str(body.get("name") or "")
+        full = f"{namespace}.{name}"
+        check_name("table", name)
+        location = str(body.get("metadata-location") or "")
+        if not location.endswith(".metadata.json"):
+            raise errors.InvalidArgument(f"register table {full}: give metadata-location, the table's "
+                                         f"<n>.metadata.json file (got '{location}')")
+        if body.get("overwrite"):
+            raise errors.InvalidArgument(f"register table {full}: overwrite is not supported; drop the table first, "
+                                         f"or register it under another name")
+        self.branch(ref)  # a fixed version or a protected branch refuses before the source is read
+        source = read_source(location, "iceberg")
+
+        def register(txn: Transaction):
+            txn.ns.database_id(namespace)  # a missing namespace is refused, as create table refuses it
+            land_import(txn, source, full, [])
+        commit, _ = self._run(ref, f"iceberg: register table {full} from {location}", register)
+        return self.service.load_table(self._after(ref, commit), namespace, name)
+
     def _new_columns(self, full: str, schema: IcebergSchema) -> list[Column]:
         ids = self.lakehouse.store.allocate_seqs(len(schema.fields)) if schema.fields else []
         return [self._column(full, column_id, field) for column_id, field in zip(ids, schema.fields)]
@@ -183,11 +209,12 @@ class CatalogWrites:
         """The metadata of a table not created yet (stage-create): its column ids are the ones the commit
         that creates it will carry, and its write.data.path a segment directory of that table."""
         staged = Schema("staged", tuple(columns))
-        schema = iceberg_schema(staged, 0, full, NestedIds(first=10**12))
+        ids = FieldIds(first=10**12)  # a new table: its own columns' ids, nested fields far above them
+        schema = iceberg_schema(staged, 0, full, ids)
         seq = self.lakehouse.store.allocate_seq()
         # the spec loadTable will serve for it: identity fields numbered from PARTITION_FIELD_ID_BASE
         field_ids = {staged.column(n).id: PARTITION_FIELD_ID_BASE + i for i, n in enumerate(partition_by)}
-        spec = partition_spec(staged, partition_by, 0, field_ids)
+        spec = partition_spec(staged, partition_by, 0, field_ids, ids)
         metadata = TableMetadataV2(
             location=files.absolute(self.warehouse, self.warehouse.table_dir(table_id)),
             table_uuid=uuid.UUID(hex=table_id), last_updated_ms=int(time.time() * 1000),
@@ -353,8 +380,9 @@ class CatalogWrites:
                                                  f"neither the table nor this commit has")
                 new_columns |= self._evolve(txn, full, chosen)
             elif action == "add-spec":  # a replace names the spec again: it must be the table's partitioning
-                schema = txn._schema(txn._writable_table(full))
-                wanted = _partition_columns(full, update.get("spec"), {c.id: c.name for c in schema.columns})
+                state = txn._writable_table(full)
+                schema, ids = txn._schema(state), _served_ids(txn, state)
+                wanted = _partition_columns(full, update.get("spec"), {ids.column(c): c.name for c in schema.columns})
                 have = list(txn._writable_table(full).partition_by)
                 if wanted != have:
                     raise errors.InvalidArgument(f"table {full} is partitioned by {have or 'nothing'}: branchspark "
@@ -472,19 +500,19 @@ class CatalogWrites:
 
     def _evolve(self, txn: Transaction, full: str, chosen: IcebergSchema) -> bool:
         """Make the table's columns `chosen`'s (SPEC 2's alter column: add, drop, rename, widen, nullability),
-        matched by field id (a served field id is a branchspark column id). True when it added columns."""
+        matched by their served field ids (iceberg/schema.py's FieldIds). True when it added columns."""
         state = txn._writable_table(full)
-        schema = txn._schema(state)
+        schema, ids = txn._schema(state), _served_ids(txn, state)
         wanted = {f.field_id: f for f in chosen.fields}
         added = False
         for column in schema.columns:
-            if column.id not in wanted:
+            if ids.column(column) not in wanted:
                 txn.drop_column(full, column.name)
         for field in chosen.fields:
             new_type = spark_type(field, full)
             state = txn._writable_table(full)
             schema = txn._schema(state)
-            old = schema.by_id(field.field_id)
+            old = ids.find(schema, field.field_id)
             if old is None:
                 if field.required:
                     raise errors.InvalidSchemaChange(f"table {full}: cannot add required column '{field.name}' "
@@ -501,24 +529,29 @@ class CatalogWrites:
                 txn.rename_column(full, old.name, field.name)
                 state = txn._writable_table(full)
                 schema = txn._schema(state)
-                old = schema.by_id(field.field_id)
+                old = ids.find(schema, field.field_id)
             if new_type.json() != old.type_json:
                 check_widening(full, old.name, old.data_type, new_type)
-                txn._new_schema(full, state, [Column(c.id, c.name, new_type.json(), c.nullable, c.default, c.aliases)
+                txn._new_schema(full, state, [replace(c, type_json=new_type.json())
                                               if c.id == old.id else c for c in schema.columns],
                                 action="type", column=old.name, column_id=old.id, old_type=old.type,
                                 type=new_type.simpleString())
                 state = txn._writable_table(full)
                 schema = txn._schema(state)
-                old = schema.by_id(field.field_id)
+                old = ids.find(schema, field.field_id)
             if old.nullable == field.required:
                 if field.required:
                     raise errors.InvalidSchemaChange(f"table {full}: making column '{old.name}' required is not "
                                                      f"supported through Iceberg; use branchspark's set_nullable")
-                txn._new_schema(full, state, [Column(c.id, c.name, c.type_json, True, c.default, c.aliases)
+                txn._new_schema(full, state, [replace(c, nullable=True)
                                               if c.id == old.id else c for c in schema.columns],
                                 action="nullability", column=old.name, column_id=old.id, nullable=True)
         return added
+
+
+def _served_ids(txn: Transaction, state: TableState) -> FieldIds:
+    """The field ids the table's columns are served under (a client's schema names them)."""
+    return FieldIds.of_table([txn._schema(state)], [txn.ns.schema(e["schema_id"]) for e in state.schema_history])
 
 
 def _check(full: str, branch: str, requirement: dict, current: dict) -> None:

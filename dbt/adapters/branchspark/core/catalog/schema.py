@@ -16,6 +16,10 @@ from pyspark.sql import types as T
 from .. import errors
 
 
+# Imported columns' source field ids stay below this: Iceberg clients see a table's own columns above it.
+SOURCE_ID_LIMIT = 1_000_000_000
+
+
 @dataclass(frozen=True)
 class Column:
     id: int
@@ -26,6 +30,13 @@ class Column:
     # Ids are unique in the whole catalog, so columns added on two branches never collide. A merge that
     # finds the same name added on both sides keeps one id and lists the other here.
     aliases: tuple[int, ...] = ()
+    # An imported column's field ids in its source (Iceberg's, Delta's column mapping): (path, id) pairs, the
+    # column's own under path (), its nested fields' under their names (`element`, `key`, `value` for lists and
+    # maps). The source's files carry them, so Iceberg clients must be served them (iceberg/schema.py).
+    source_ids: tuple[tuple[tuple[str, ...], int], ...] = ()
+
+    def source_id(self, path: tuple[str, ...] = ()) -> int | None:
+        return next((i for p, i in self.source_ids if p == path), None)
 
     def known_as(self, column_id: int) -> bool:
         return column_id == self.id or column_id in self.aliases
@@ -43,12 +54,14 @@ class Column:
                "default": self.default}
         if self.aliases:
             row["aliases"] = list(self.aliases)
+        if self.source_ids:
+            row["source_ids"] = [[list(path), i] for path, i in self.source_ids]
         return row
 
     @staticmethod
     def from_row(row: dict) -> "Column":
         return Column(row["id"], row["name"], row["type"], row.get("nullable", True), row.get("default"),
-                      tuple(row.get("aliases", ())))
+                      tuple(row.get("aliases", ())), tuple((tuple(p), i) for p, i in row.get("source_ids", ())))
 
 
 def _parse_type_json(type_json: str) -> T.DataType:

@@ -25,6 +25,7 @@ _V2_CHECKPOINT = re.compile(r"^(\d{20})\.checkpoint\.[0-9a-f-]{36}\.(?:json|parq
 # Reader features whose tables an import reads as the protocol says; any other is refused by name.
 _READABLE = {"deletionVectors", "columnMapping", "timestampNtz", "vacuumProtocolCheck"}
 _PHYSICAL_NAME = "delta.columnMapping.physicalName"
+_MAPPING_ID = "delta.columnMapping.id"
 
 
 def read_delta(location: str, version: int | None) -> SourceTable:
@@ -136,7 +137,8 @@ def _source(location: str, version: int, metadata: dict, adds: list[dict]) -> So
         if stored and _has_struct(field.dataType):
             raise errors.InvalidArgument(f"cannot import {location}: column '{field.name}' is nested and the table "
                                          f"uses column mapping, which import reads for flat columns only yet")
-        columns.append(SourceColumn(field.name, _without_metadata(field.dataType), field.nullable, stored))
+        field_id = field.metadata.get(_MAPPING_ID) if mapping != "none" else None  # its files carry it
+        columns.append(SourceColumn(field.name, _without_metadata(field.dataType), field.nullable, stored, field_id))
     files = [_file(location, add, _hidden(location, add)) for add in adds]
     return SourceTable(location, "delta", str(version), columns, list(metadata.get("partitionColumns") or []), files)
 
@@ -149,7 +151,8 @@ def _hidden(location: str, add: dict) -> np.ndarray | None:
 
 def _file(location: str, add: dict, deleted: np.ndarray | None) -> SourceFile:
     return source_file(location, unquote(add["path"]), add["size"],
-                       partition_values=dict(_as_dict(add.get("partitionValues"))), deleted=deleted)
+                       partition_values=dict(_as_dict(add.get("partitionValues"))), deleted=deleted,
+                       order=int(add.get("modificationTime") or 0))
 
 
 def _check_protocol(protocol: dict, location: str) -> None:

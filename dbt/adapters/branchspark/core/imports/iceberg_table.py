@@ -91,8 +91,24 @@ def _columns(schema, location: str) -> list[SourceColumn]:
     from pyiceberg.io.pyarrow import schema_to_pyarrow  # as in _load
 
     arrow = schema_to_pyarrow(schema)
-    return [SourceColumn(f.name, spark_type(a.type, location), f.optional, field_id=f.field_id)
+    return [SourceColumn(f.name, spark_type(a.type, location), f.optional, field_id=f.field_id,
+                         nested_ids=tuple(_nested_ids(f.field_type, ())))
             for f, a in zip(schema.fields, arrow)]
+
+
+def _nested_ids(kind, path: tuple[str, ...]):
+    """(path, field id) of every field inside a nested Iceberg type, named as Spark's Parquet files name them."""
+    if hasattr(kind, "fields"):  # a struct (pyiceberg's types told apart by their fields: no import here)
+        inner = [(f.name, f.field_id, f.field_type) for f in kind.fields]
+    elif hasattr(kind, "element_id"):  # a list
+        inner = [("element", kind.element_id, kind.element_type)]
+    elif hasattr(kind, "key_id"):  # a map
+        inner = [("key", kind.key_id, kind.key_type), ("value", kind.value_id, kind.value_type)]
+    else:
+        return
+    for name, field_id, of in inner:
+        yield path + (name,), field_id
+        yield from _nested_ids(of, path + (name,))
 
 
 def _live_files(table, snapshot, columns: list[SourceColumn], location: str) -> list[SourceFile]:
@@ -100,9 +116,12 @@ def _live_files(table, snapshot, columns: list[SourceColumn], location: str) -> 
     and files of other formats refused by name."""
     from pyiceberg.manifest import DataFileContent, FileFormat  # as in _load
 
+    written_at: dict[str, int] = {}  # data file -> its data sequence number (the order the table wrote files in)
     for manifest in snapshot.manifests(table.io):
         for entry in manifest.fetch_manifest_entry(table.io, discard_deleted=True):
             data = entry.data_file
+            if data.content == DataFileContent.DATA:
+                written_at[data.file_path] = entry.sequence_number or 0
             if data.content == DataFileContent.EQUALITY_DELETES:
                 raise errors.InvalidArgument(f"cannot import {location}: it has equality deletes ({data.file_path}), "
                                              f"which import does not support yet; rewrite them as position deletes "
@@ -122,7 +141,8 @@ def _live_files(table, snapshot, columns: list[SourceColumn], location: str) -> 
     else:  # no column was ever renamed: every file stores the names the table has
         names = [()] * len(tasks)
     return [source_file(location, _readable(t.file.file_path), t.file.file_size_in_bytes,
-                        deleted=deletes.get(t.file.file_path), file_names=file_names)
+                        deleted=deletes.get(t.file.file_path), file_names=file_names,
+                        order=written_at.get(t.file.file_path, 0))
             for t, file_names in zip(tasks, names)]
 
 

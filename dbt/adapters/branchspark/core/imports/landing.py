@@ -16,7 +16,7 @@ from pyspark.sql import types as T
 
 from .. import errors
 from ..catalog.namespace import split_name
-from ..catalog.schema import Schema, history_entry
+from ..catalog.schema import SOURCE_ID_LIMIT, Schema, history_entry
 from ..catalog.state import SegmentInfo, SegmentKind, TableState
 from ..catalog.tombstones import TombstoneInfo, first_written_in
 from ..operations import ObjectKind, Op
@@ -31,39 +31,35 @@ def land_import(tx: Transaction, source: SourceTable, name: str, primary_key: li
     database, _ = split_name(name)
     if tx.has_table(name):
         raise errors.AlreadyExists("table", name, tx.branch)
-    if primary_key and any(f.deleted is not None and len(f.deleted) for f in source.files):
-        raise errors.InvalidArgument(f"cannot import {source.location} with a primary key: it has deleted rows "
-                                     f"(deletion vectors or position deletes), which an import keeps only on "
-                                     f"tables without one yet; import it without --primary-key")
+    too_high = [name for name, ids in source.source_ids().items() if max(i for _, i in ids) >= SOURCE_ID_LIMIT]
+    if too_high:
+        raise errors.InvalidArgument(f"cannot import {source.location}: column(s) {too_high} have field ids of "
+                                     f"{SOURCE_ID_LIMIT} or more, which branchspark does not keep; rewrite the table")
     if not tx.has_database(database):
         tx.create_database(database)
-    tx.create_table(name, source.struct(), partition_by=source.partition_by, primary_key=primary_key)
+    tx.create_table(name, source.struct(), partition_by=source.partition_by, primary_key=primary_key,
+                    source_ids=source.source_ids())
     state = tx._writable_table(name)
     table_schema = tx._schema(state)
-    seq = tx._seq()
     file_schemas: dict[tuple, Schema] = {}
-    by_segment: dict[tuple, list[SourceFile]] = defaultdict(list)
     for file in source.files:
         stored = _stored_names(source, file)
         if stored not in file_schemas:
             file_schemas[stored] = _file_schema(table_schema, stored)
-        values = tuple(sorted(file.partition_values.items(), key=lambda kv: kv[0]))
-        by_segment[(file.folder, values, stored)].append(file)
-    segments, of_file = [], {}
-    for (folder, values, stored), files in sorted(by_segment.items(), key=lambda kv: (kv[0][0], str(kv[0][1]))):
-        files = sorted(files, key=lambda f: f.name)
-        segment = SegmentInfo(f"s{seq:0{SEQ_DIGITS}d}-{uuid.uuid4().hex}", state.id, folder, seq,
-                              file_schemas[stored].id, SegmentKind.DATA,
-                              tuple(_stored_name(source, c) for c in source.partition_by), dict(values),
-                              tuple(f.name for f in files), tuple(f.size for f in files), borrowed=True)
-        segments.append(segment)
-        of_file.update({f.uri: segment for f in files})
+    segments, tombstones, of_file, first_seq = [], [], {}, None
+    for files in (_epochs(source.files) if primary_key else [source.files]):
+        seq = tx._seq()
+        first_seq = first_seq or seq
+        landed, of_epoch = _borrowed_segments(state.id, source, files, file_schemas, seq)
+        segments += landed
+        of_file.update(of_epoch)
+        # a key's tombstone deletes the rows of that key written before it: on a keyed table, just after its epoch
+        tombstones += _write_tombstones(tx, state, files, file_schemas, of_file, tx._seq() if primary_key else seq)
     schema_ids = {s.schema_id for s in segments} - {table_schema.id}
     for schema in file_schemas.values():
         if schema.id in schema_ids:  # readable, out of sight: the names only the source's files use
             tx.ns.add_schema(schema, state.id)
-    history = state.schema_history + tuple(history_entry(i, seq, visible=False) for i in sorted(schema_ids))
-    tombstones = _write_tombstones(tx, state, source, file_schemas, of_file, seq)
+    history = state.schema_history + tuple(history_entry(i, first_seq, visible=False) for i in sorted(schema_ids))
     tx.ns.add_segments(segments)
     for tombstone in tombstones:
         tx.ns.add_tombstone(tombstone)
@@ -83,15 +79,16 @@ def land_refresh(tx: Transaction, name: str, change: VersionChanges, location: s
     hide (Delta's deletion vectors, Iceberg's position deletes) as tombstones (a delete); both at once are an update (SPEC 3.3), so merges and branch_changes see the
     source's rows as it changed them."""
     state = tx._writable_table(name)
-    if state.primary_key:
-        raise errors.InvalidArgument(f"cannot refresh {name}: it has a primary key, which a refresh does not follow "
-                                     f"yet")
     borrowed = {(s.path, f): s for s in tx.ns.segment_infos(state.segments) if s.external for f in s.files}
     if not borrowed:
         raise errors.InvalidArgument(f"cannot refresh {name}: it no longer reads any file of {location} (overwritten "
                                      f"or compacted on branch '{tx.branch}'); import it again")
     written = tx.ns.schema(next(iter(borrowed.values())).schema_id)
-    seq = tx._seq()
+    # On a keyed table a tombstone deletes its keys' rows written before it: the version's deletes come before its
+    # new files (an update's new rows keep their keys), the rows its new files hide already after them.
+    keyed = bool(state.primary_key)
+    deletes_seq = tx._seq()
+    seq = tx._seq() if keyed else deletes_seq
     # a removed file's rows, but those it hid before (its `deleted`); the rows a file's new deletes hide
     removed = [(file, _borrowed_segment(borrowed, file, name, location, tx.branch)) for file in change.removed]
     hidden = [(file, _borrowed_segment(borrowed, file, name, location, tx.branch)) for file in change.hidden]
@@ -107,8 +104,8 @@ def land_refresh(tx: Transaction, name: str, change: VersionChanges, location: s
         segments.append(segment)
         of_file.update({f.uri: segment for f in files})
     own_hidden = [(f, of_file[f.uri]) for f in change.added if f.deleted is not None and len(f.deleted)]
-    deleted = _write_position_tombstone(tx, state, written, hidden, seq, removed=removed)
-    carried = _write_position_tombstone(tx, state, written, own_hidden, seq)
+    deleted = _write_position_tombstone(tx, state, written, hidden, deletes_seq, removed=removed)
+    carried = _write_position_tombstone(tx, state, written, own_hidden, tx._seq() if keyed else seq)
     tx.ns.add_segments(segments)
     for tombstone in deleted + carried:
         tx.ns.add_tombstone(tombstone)
@@ -206,16 +203,49 @@ def _file_schema(table_schema: Schema, stored: tuple[str, ...]) -> Schema:
     reads project by id, so the table's names read the files' columns."""
     if tuple(c.name for c in table_schema.columns) == stored:
         return table_schema
-    columns = tuple(type(c)(c.id, name, c.type_json, c.nullable, c.default, c.aliases)
-                    for c, name in zip(table_schema.columns, stored))
+    columns = tuple(replace(c, name=name) for c, name in zip(table_schema.columns, stored))
     return Schema(uuid.uuid4().hex, columns)
 
 
-def _write_tombstones(tx: Transaction, state: TableState, source: SourceTable, file_schemas: dict,
+def _epochs(files: list[SourceFile]) -> list[list[SourceFile]]:
+    """The files in the order the source wrote them, cut after each write that left rows hidden. On a table with a
+    primary key, landing each epoch's hidden rows in a tombstone just after it deletes them and never a later row
+    of their key (an update's new row): a key's older row cannot be live beside a newer one."""
+    epochs: list[list[SourceFile]] = [[]]
+    order = sorted({f.order for f in files})
+    for at in order:
+        written = [f for f in files if f.order == at]
+        epochs[-1] += written
+        if any(f.deleted is not None and len(f.deleted) for f in written) and at != order[-1]:
+            epochs.append([])
+    return epochs
+
+
+def _borrowed_segments(table_id: str, source: SourceTable, files: list[SourceFile], file_schemas: dict,
+                       seq: int) -> tuple[list[SegmentInfo], dict[str, SegmentInfo]]:
+    """Borrowed segments at `seq` of `files`, one per folder, partition and file schema, and each file's (by URI)."""
+    by_segment: dict[tuple, list[SourceFile]] = defaultdict(list)
+    for file in files:
+        values = tuple(sorted(file.partition_values.items(), key=lambda kv: kv[0]))
+        by_segment[(file.folder, values, _stored_names(source, file))].append(file)
+    segments, of_file = [], {}
+    for (folder, values, stored), grouped in sorted(by_segment.items(), key=lambda kv: (kv[0][0], str(kv[0][1]))):
+        grouped = sorted(grouped, key=lambda f: f.name)
+        segment = SegmentInfo(f"s{seq:0{SEQ_DIGITS}d}-{uuid.uuid4().hex}", table_id, folder, seq,
+                              file_schemas[stored].id, SegmentKind.DATA,
+                              tuple(_stored_name(source, c) for c in source.partition_by), dict(values),
+                              tuple(f.name for f in grouped), tuple(f.size for f in grouped), borrowed=True)
+        segments.append(segment)
+        of_file.update({f.uri: segment for f in grouped})
+    return segments, of_file
+
+
+def _write_tombstones(tx: Transaction, state: TableState, files: list[SourceFile], file_schemas: dict,
                       of_file: dict, seq: int) -> list[TombstoneInfo]:
-    """One tombstone per file schema of the rows the source's deletes hide: their images and identities."""
+    """One tombstone per file schema of the rows the source's deletes hide in `files`: their images and
+    identities."""
     hidden: dict[str, list[SourceFile]] = defaultdict(list)
-    for file in source.files:
+    for file in files:
         if file.deleted is not None and len(file.deleted):
             hidden[of_file[file.uri].schema_id].append(file)
     schemas = {s.id: s for s in file_schemas.values()}

@@ -28,7 +28,8 @@ class SourceColumn:
     data_type: T.DataType
     nullable: bool = True
     stored_as: str | None = None  # the name in its data files when another (Delta column mapping), else `name`
-    field_id: int | None = None  # Iceberg's field id, for files that hold older names
+    field_id: int | None = None  # its field id in the source (Iceberg's, Delta's column mapping id), if any
+    nested_ids: tuple[tuple[tuple[str, ...], int], ...] = ()  # its nested fields' ids, by path (Column.source_ids)
 
     @property
     def file_name(self) -> str:
@@ -43,6 +44,7 @@ class SourceFile:
     partition_values: dict = field(default_factory=dict)  # stored name -> text (None: NULL), for folder values
     deleted: np.ndarray | None = None  # sorted positions of rows the source's deletes hide
     file_names: tuple[tuple[str, str], ...] = ()  # (column name, name in this file) where they differ (Iceberg)
+    order: int = 0  # when the source wrote it, as it orders writes (Iceberg's data sequence number, Delta's mtime)
 
     @property
     def uri(self) -> str:
@@ -60,6 +62,12 @@ class SourceTable:
 
     def struct(self) -> T.StructType:
         return T.StructType([T.StructField(c.name, c.data_type, c.nullable) for c in self.columns])
+
+    def source_ids(self) -> dict[str, tuple]:
+        """Each column's field ids in the source, by column name (its files carry them: Iceberg clients must be
+        served them)."""
+        return {c.name: ((((), c.field_id),) if c.field_id is not None else ()) + c.nested_ids
+                for c in self.columns if c.field_id is not None or c.nested_ids}
 
 
 @dataclass
