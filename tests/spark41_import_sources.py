@@ -11,7 +11,8 @@ here.
 - `delta_widening`: Delta with type widening on (a reader feature import refuses);
 - `iceberg`: Iceberg format 2, merge-on-read: two inserts (snapshot 2), a DELETE (position deletes), a renamed
   column;
-- `iceberg_nested`: Iceberg format 2 with a struct, an array and a map column, and position deletes.
+- `iceberg_nested`: Iceberg format 2 with a struct, an array and a map column, and position deletes;
+- `iceberg_grown`, `delta_grown`: an insert, a column added, an insert with it.
 """
 from __future__ import annotations
 
@@ -124,6 +125,21 @@ def build(spark, root: str, lake_warehouse: str) -> dict:
     spark.sql("DELETE FROM lake.db.nested WHERE id % 9 = 0")
     seen["iceberg_nested"] = {"path": os.path.join(lake_warehouse, "db", "nested"), "count": 40 - 5}
     phase("iceberg_nested")
+    # a column added after the first write, for a refresh to follow
+    spark.sql("CREATE TABLE lake.db.grown (id BIGINT, name STRING) USING iceberg TBLPROPERTIES ('format-version' = '2')")
+    spark.sql("INSERT INTO lake.db.grown SELECT id, concat('n', id) FROM range(0, 20)")
+    first = spark.sql("SELECT snapshot_id FROM lake.db.grown.snapshots").collect()[0][0]
+    spark.sql("ALTER TABLE lake.db.grown ADD COLUMN score DOUBLE")
+    spark.sql("INSERT INTO lake.db.grown SELECT id, concat('n', id), id / 2 FROM range(20, 30)")
+    seen["iceberg_grown"] = {"path": os.path.join(lake_warehouse, "db", "grown"), "first": first,
+                             "rows": rows(spark.table("lake.db.grown"))}
+    grown = os.path.join(root, "delta_grown")
+    spark.sql(f"CREATE TABLE delta.`{grown}` (id BIGINT, name STRING) USING delta")
+    spark.sql(f"INSERT INTO delta.`{grown}` SELECT id, concat('n', id) FROM range(0, 20)")
+    spark.sql(f"ALTER TABLE delta.`{grown}` ADD COLUMNS (score DOUBLE)")
+    spark.sql(f"INSERT INTO delta.`{grown}` SELECT id, concat('n', id), id / 2 FROM range(20, 30)")
+    seen["delta_grown"] = {"path": grown, "rows": rows(spark.read.format("delta").load(grown))}
+    phase("grown")
     return seen
 
 

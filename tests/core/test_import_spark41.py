@@ -290,6 +290,28 @@ def test_delta_refresh_brings_each_later_version_as_its_own_changes(lh, spark, b
     assert rows(changes.where("_change_type = 'insert'").drop("_change_type")) == sorted(map(list, (now - then).elements()))
 
 
+def test_refresh_follows_added_columns(lh, built):
+    """A refresh after the source added a column (Iceberg, and Delta) adds it to the table (its rows before it read
+    NULL) and brings the rows written with it; a branch_changes of the refresh gives exactly those rows, and
+    pyiceberg reads the refreshed Iceberg table through `branchspark serve` (the new column under its source id)."""
+    for key, name, version in (("iceberg_grown", "lake.grown", built["iceberg_grown"]["first"]),
+                               ("delta_grown", "raw.grown", 1)):
+        source = built[key]
+        imported = lh.import_table(source["path"], name, version=version).id
+        assert lh.read(name).columns == ["id", "name"] and lh.read(name).count() == 20
+        commits = lh.refresh_import(name)
+        assert lh.read(name).columns == ["id", "name", "score"]
+        assert rows(lh.read(name)) == source["rows"]
+        assert [lh.store.operations(c.id)[-1].op for c in commits][-1:] == [Op.INSERT]
+        inserted = lh.sql(f"SELECT id, name, score FROM branch_changes('{name}', '{imported}', 'main') "
+                          f"WHERE _change_type = 'insert'")
+        assert rows(inserted) == [r for r in source["rows"] if r[2] is not None]
+    with served(lh.warehouse.root) as url:
+        table = RestCatalog("bs", uri=url, warehouse="main").load_table(("lake", "grown"))
+        assert _arrow_rows(table.scan().to_arrow()) == canonical(tuple(r) for r in lh.read("lake.grown").collect())
+        assert table.schema().find_field("score").field_id == 3  # the source's id
+
+
 def test_iceberg_refresh_brings_each_later_snapshot(lh, built):
     """Imported at its second snapshot, refreshed: the DELETE's snapshot (position deletes) lands as one delete,
     and branch_changes gives exactly the rows it deleted."""

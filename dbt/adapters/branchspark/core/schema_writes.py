@@ -228,7 +228,9 @@ class SchemaWrites:
         self.ns.put_table(state.evolve(schema_id=schema.id, schema_history=state.schema_history + (entry,)))
         self.record(ObjectKind.TABLE, state.id, name, Op.ALTER_COLUMN, **detail)
 
-    def add_column(self, name: str, column: str, type_, nullable: bool = True, default: str | None = None) -> None:
+    def add_column(self, name: str, column: str, type_, nullable: bool = True, default: str | None = None,
+                   source_ids: tuple = ()) -> None:
+        """source_ids: an imported column's field ids in its source (Column.source_ids), for a refresh."""
         state = self._writable_table(name)
         schema = self._schema(state)
         check_name("column", column)
@@ -240,7 +242,7 @@ class SchemaWrites:
                                              f"which has rows: give a default or make it nullable")
         if default is not None:
             self._check_default(default, data_type, column)
-        new = Column(self._seq(), column, data_type.json(), nullable, default)
+        new = Column(self._seq(), column, data_type.json(), nullable, default, source_ids=tuple(source_ids))
         self._new_schema(name, state, list(schema.columns) + [new], action="add",
                          column=column, column_id=new.id, type=data_type.simpleString(), nullable=nullable,
                          default=default)

@@ -17,7 +17,7 @@ from pyspark.sql import types as T
 
 from .. import errors
 from . import delta_vectors
-from .source import SourceColumn, SourceFile, SourceTable, VersionChanges, filesystem, source_file
+from .source import SourceColumn, SourceFile, SourceTable, VersionChanges, added_columns, filesystem, source_file
 
 _COMMIT = re.compile(r"^(\d{20})\.json$")
 _CHECKPOINT = re.compile(r"^(\d{20})\.checkpoint(?:\.(\d+)\.(\d+))?\.parquet$")
@@ -41,8 +41,8 @@ def read_delta(location: str, version: int | None) -> SourceTable:
 
 def delta_changes(location: str, since: int) -> list[VersionChanges]:
     """The changes of every version after `since`, in order: each is what its add and remove actions and its new
-    deletion vectors did (a refresh lands each as one commit). A version that changes the schema, the partition
-    columns or the protocol's reader features is refused in one line."""
+    deletion vectors did, and the columns it added (a refresh lands each as one commit). A version that changes the
+    schema otherwise, the partition columns or the protocol's reader features is refused in one line."""
     log = _Log(location)
     metadata, protocol, live = log.state(since)
     _check_protocol(protocol, location)
@@ -50,10 +50,13 @@ def delta_changes(location: str, since: int) -> list[VersionChanges]:
     for version in range(since + 1, log.latest + 1):
         after = dict(live)
         changed_metadata, changed_protocol = _replay(log.actions(version), after, metadata, protocol)
-        if (changed_metadata.get("schemaString"), changed_metadata.get("partitionColumns")) != \
-                (metadata.get("schemaString"), metadata.get("partitionColumns")):
+        if changed_metadata.get("partitionColumns") != metadata.get("partitionColumns"):
             raise errors.InvalidArgument(f"cannot refresh from {location}: version {version} changed the table's "
-                                         f"schema or partitioning, which a refresh does not follow yet; import it again")
+                                         f"partitioning, which a refresh does not follow; import it again")
+        new_columns = []
+        if changed_metadata.get("schemaString") != metadata.get("schemaString"):
+            new_columns = added_columns(location, str(version), _columns(location, metadata),
+                                        _columns(location, changed_metadata))
         _check_protocol(changed_protocol, location)
         before = {key[0]: add for key, add in live.items()}
         now = {key[0]: add for key, add in after.items()}
@@ -65,7 +68,7 @@ def delta_changes(location: str, since: int) -> list[VersionChanges]:
                 newly = np.setdiff1d(_hidden(location, now[path]), _hidden(location, before[path]))
                 if len(newly):
                     hidden.append(_file(location, now[path], newly))
-        out.append(VersionChanges(str(version), added, removed, hidden))
+        out.append(VersionChanges(str(version), added, removed, hidden, new_columns))
         live, metadata, protocol = after, changed_metadata, changed_protocol
     return out
 
@@ -128,8 +131,13 @@ class _Log:
 
 
 def _source(location: str, version: int, metadata: dict, adds: list[dict]) -> SourceTable:
-    configuration = metadata.get("configuration") or {}
-    mapping = configuration.get("delta.columnMapping.mode", "none")
+    files = [_file(location, add, _hidden(location, add)) for add in adds]
+    return SourceTable(location, "delta", str(version), _columns(location, metadata),
+                       list(metadata.get("partitionColumns") or []), files)
+
+
+def _columns(location: str, metadata: dict) -> list[SourceColumn]:
+    mapping = (metadata.get("configuration") or {}).get("delta.columnMapping.mode", "none")
     schema = T.StructType.fromJson(json.loads(metadata["schemaString"]))
     columns = []
     for field in schema.fields:
@@ -139,8 +147,7 @@ def _source(location: str, version: int, metadata: dict, adds: list[dict]) -> So
                                          f"uses column mapping, which import reads for flat columns only yet")
         field_id = field.metadata.get(_MAPPING_ID) if mapping != "none" else None  # its files carry it
         columns.append(SourceColumn(field.name, _without_metadata(field.dataType), field.nullable, stored, field_id))
-    files = [_file(location, add, _hidden(location, add)) for add in adds]
-    return SourceTable(location, "delta", str(version), columns, list(metadata.get("partitionColumns") or []), files)
+    return columns
 
 
 def _hidden(location: str, add: dict) -> np.ndarray | None:

@@ -18,8 +18,8 @@ from pyarrow import fs as pafs
 
 from .. import errors
 from ..storage import object_store
-from .source import (SourceColumn, SourceFile, SourceTable, VersionChanges, filesystem, normalized_location,
-                     source_file, spark_type)
+from .source import (SourceColumn, SourceFile, SourceTable, VersionChanges, added_columns, filesystem,
+                     normalized_location, source_file, spark_type)
 
 _FIELD_ID = b"PARQUET:field_id"
 _FOOTER_READS = 8  # footers read side by side (on S3, a GET each)
@@ -44,8 +44,8 @@ def read_iceberg(location: str, snapshot_id: int | None) -> SourceTable:
 
 def iceberg_changes(location: str, since: int) -> list[VersionChanges]:
     """The changes of every snapshot after `since` up to the current one (its ancestors), in order: the data files
-    each added and removed and the rows its new position deletes hide (a refresh lands each as one commit). A
-    snapshot written with another schema is refused in one line."""
+    each added and removed, the rows its new position deletes hide and the columns its schema added (a refresh lands
+    each as one commit). Any other schema change is refused in one line."""
     table = _load(location)
     chain, snapshot = [], table.current_snapshot()
     while snapshot is not None and snapshot.snapshot_id != since:
@@ -59,9 +59,11 @@ def iceberg_changes(location: str, since: int) -> list[VersionChanges]:
     before = {f.uri: f for f in _live_files(table, snapshot, columns, location)}
     out = []
     for later in reversed(chain):
-        if later.schema_id != snapshot.schema_id:
-            raise errors.InvalidArgument(f"cannot refresh from {location}: snapshot {later.snapshot_id} was written "
-                                         f"with another schema, which a refresh does not follow yet; import it again")
+        new_columns = []
+        if later.schema_id != snapshot.schema_id and later.schema_id is not None:
+            wider = _columns(table.schemas()[later.schema_id], location)
+            new_columns = added_columns(location, str(later.snapshot_id), columns, wider)
+            columns, snapshot = wider, later
         now = {f.uri: f for f in _live_files(table, later, columns, location)}
         hidden = []
         for uri in sorted(set(before) & set(now)):
@@ -69,7 +71,7 @@ def iceberg_changes(location: str, since: int) -> list[VersionChanges]:
             if len(newly):
                 hidden.append(replace(now[uri], deleted=newly))
         out.append(VersionChanges(str(later.snapshot_id), [f for u, f in sorted(now.items()) if u not in before],
-                                  [f for u, f in sorted(before.items()) if u not in now], hidden))
+                                  [f for u, f in sorted(before.items()) if u not in now], hidden, new_columns))
         before = now
     return out
 

@@ -84,6 +84,8 @@ def land_refresh(tx: Transaction, name: str, change: VersionChanges, location: s
         raise errors.InvalidArgument(f"cannot refresh {name}: it no longer reads any file of {location} (overwritten "
                                      f"or compacted on branch '{tx.branch}'); import it again")
     written = tx.ns.schema(next(iter(borrowed.values())).schema_id)
+    fresh = _with_added_columns(tx, name, written, change.added_columns)  # the schema the version's new files have
+    state = tx._writable_table(name)  # with those columns
     # On a keyed table a tombstone deletes its keys' rows written before it: the version's deletes come before its
     # new files (an update's new rows keep their keys), the rows its new files hide already after them.
     keyed = bool(state.primary_key)
@@ -98,14 +100,14 @@ def land_refresh(tx: Transaction, name: str, change: VersionChanges, location: s
     segments, of_file = [], {}
     for (folder, values), files in sorted(by_segment.items(), key=lambda kv: (kv[0][0], str(kv[0][1]))):
         files = sorted(files, key=lambda f: f.name)
-        segment = SegmentInfo(f"s{seq:0{SEQ_DIGITS}d}-{uuid.uuid4().hex}", state.id, folder, seq, written.id,
+        segment = SegmentInfo(f"s{seq:0{SEQ_DIGITS}d}-{uuid.uuid4().hex}", state.id, folder, seq, fresh.id,
                               SegmentKind.DATA, next(iter(borrowed.values())).partition_by, dict(values),
                               tuple(f.name for f in files), tuple(f.size for f in files), borrowed=True)
         segments.append(segment)
         of_file.update({f.uri: segment for f in files})
     own_hidden = [(f, of_file[f.uri]) for f in change.added if f.deleted is not None and len(f.deleted)]
     deleted = _write_position_tombstone(tx, state, written, hidden, deletes_seq, removed=removed)
-    carried = _write_position_tombstone(tx, state, written, own_hidden, tx._seq() if keyed else seq)
+    carried = _write_position_tombstone(tx, state, fresh, own_hidden, tx._seq() if keyed else seq)
     tx.ns.add_segments(segments)
     for tombstone in deleted + carried:
         tx.ns.add_tombstone(tombstone)
@@ -121,6 +123,24 @@ def land_refresh(tx: Transaction, name: str, change: VersionChanges, location: s
                   **{**added, "tombstones_added": [t.id for t in deleted + carried]})
     elif segments:
         tx.record(ObjectKind.TABLE, state.id, name, Op.INSERT, seq=seq, **added, **origin)
+
+
+def _with_added_columns(tx: Transaction, name: str, written: Schema, added: list) -> Schema:
+    """`written` (the schema the table's borrowed files have) when the source added no column; else the columns
+    are added to the table (keeping their source ids), and the schema of the files that hold them is `written` with
+    them, under the names the files use, kept readable out of sight."""
+    if not added:
+        return written
+    for column in added:
+        tx.add_column(name, column.name, column.data_type, source_ids=column.source_ids())
+    state = tx._writable_table(name)
+    current = tx._schema(state)
+    fresh = Schema(uuid.uuid4().hex, written.columns + tuple(replace(current.column(c.name), name=c.file_name)
+                                                             for c in added))
+    tx.ns.add_schema(fresh, state.id)
+    tx.ns.put_table(state.evolve(schema_history=state.schema_history + (history_entry(fresh.id, tx._seq(),
+                                                                                       visible=False),)))
+    return fresh
 
 
 def recorded_source(commits, table_id: str) -> dict | None:

@@ -35,6 +35,10 @@ class SourceColumn:
     def file_name(self) -> str:
         return self.stored_as or self.name
 
+    def source_ids(self) -> tuple:
+        """Its field ids in the source as Column.source_ids keeps them."""
+        return ((((), self.field_id),) if self.field_id is not None else ()) + self.nested_ids
+
 
 @dataclass(frozen=True)
 class SourceFile:
@@ -66,8 +70,24 @@ class SourceTable:
     def source_ids(self) -> dict[str, tuple]:
         """Each column's field ids in the source, by column name (its files carry them: Iceberg clients must be
         served them)."""
-        return {c.name: ((((), c.field_id),) if c.field_id is not None else ()) + c.nested_ids
-                for c in self.columns if c.field_id is not None or c.nested_ids}
+        return {c.name: c.source_ids() for c in self.columns if c.source_ids()}
+
+
+def added_columns(location: str, version: str, old: list[SourceColumn], new: list[SourceColumn]) -> list[SourceColumn]:
+    """The columns schema `new` adds to `old` (matched by field id where the source has them, else by name); any
+    other change (a rename, a drop, a new type) is refused in one line: a refresh follows added columns only."""
+    def key(column: SourceColumn):
+        return column.field_id if column.field_id is not None else column.name.lower()
+
+    after = {key(c): c for c in new}
+    changed = [c.name for c in old if key(c) not in after or
+               (after[key(c)].name, after[key(c)].data_type) != (c.name, c.data_type)]
+    if changed:
+        raise errors.InvalidArgument(f"cannot refresh from {location}: version {version} renamed, dropped or retyped "
+                                     f"column(s) {changed}, which a refresh does not follow yet (it follows added "
+                                     f"columns); import it again")
+    known = {key(c) for c in old}
+    return [c for c in new if key(c) not in known]
 
 
 @dataclass
@@ -78,6 +98,7 @@ class VersionChanges:
     added: list[SourceFile]  # new files (`deleted`: what their own deletion vectors hide)
     removed: list[SourceFile]  # files it no longer lists (`deleted`: what was hidden of them before)
     hidden: list[SourceFile]  # files whose deletion vector grew (`deleted`: the positions newly hidden)
+    added_columns: list[SourceColumn] = field(default_factory=list)  # columns the version added to the schema
 
 
 def normalized_location(source: str) -> str:
