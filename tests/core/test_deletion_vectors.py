@@ -13,6 +13,7 @@ from pyspark.sql import functions as F
 from dbt.adapters.branchspark.core.storage import deletion_vectors
 from sorted_rows import rows
 
+from tests.sessions import make_active
 from tests.spark_settings import session_settings
 
 
@@ -119,6 +120,7 @@ def test_a_task_that_reads_several_scan_partitions_applies_each_files_own_vector
     finally:
         if reader is not lh:
             reader.store.dispose()
+            make_active(spark)
 
 
 def test_row_ids_and_older_versions_match_the_join(lh, events, join_only):

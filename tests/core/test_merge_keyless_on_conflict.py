@@ -14,6 +14,7 @@ from dbt.adapters.branchspark.core.connect import is_connect
 from dbt.adapters.branchspark.core.storage import deletion_vectors
 from tests.core.feed_scenarios import REPRODUCTION, SCENARIOS, feed_problems
 from tests.depth import sized
+from tests.sessions import make_active
 from tests.spark_settings import session_settings
 
 KN = "k string, n int"
@@ -110,6 +111,7 @@ def read_path_lh(request, spark, warehouse, catalog_url, monkeypatch):
     lakehouse = Lakehouse(session, warehouse, catalog_url)
     yield lakehouse
     lakehouse.store.dispose()
+    make_active(spark)
 
 
 @pytest.mark.deep  # `make test-long`: 1, 2 and 4 shuffle partitions, 5 runs each (in-process and through Connect)
@@ -180,6 +182,7 @@ def dv_lh(request, spark, warehouse, catalog_url, monkeypatch):
     lakehouse = Lakehouse(session, warehouse, catalog_url)
     yield lakehouse
     lakehouse.store.dispose()
+    make_active(spark)
 
 
 def test_merge_of_an_overwrite_against_an_update_reads_tombstones_without_failing(dv_lh):

@@ -6,12 +6,14 @@ Before, the dbt adapter's own factory turned ANSI mode off on every session it r
 from dbt.adapters.branchspark.core import jvm_archive
 from dbt.adapters.branchspark.core.spark_session import spark_session
 from tests.missing import missing
+from tests.sessions import make_active
 
 ANSI = "spark.sql.ansi.enabled"
 ZONE = "spark.sql.session.timeZone"
 
 
 def test_the_active_session_is_reused_with_only_the_settings_asked_for(spark):
+    make_active(spark)  # the premise: the suite's session is the active one
     before, zone = spark.conf.get(ANSI), spark.conf.get(ZONE)
     other = "false" if before == "true" else "true"
     try:
@@ -27,6 +29,7 @@ def test_the_active_session_is_reused_with_only_the_settings_asked_for(spark):
 
 
 def test_a_static_setting_on_a_reused_session_is_left_as_it_was(spark):
+    make_active(spark)
     catalog = spark.conf.get("spark.sql.catalogImplementation", None)
     assert spark_session({"spark.sql.catalogImplementation": "hive"}) is spark
     assert spark.conf.get("spark.sql.catalogImplementation", None) == catalog

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from dbt.adapters.branchspark.core.connect import is_connect
 from dbt.adapters.branchspark.core.row_writes import UPSERT_RANGE_FILES_ENV
 from dbt.adapters.branchspark.core.storage import deletion_vectors
+from tests.sessions import make_active
 from tests.spark_settings import session_settings
 
 READ_PATHS = ("session", "udf", "join")
@@ -74,6 +75,7 @@ def varied_session(spark, variant: SessionVariant):
         with session_settings(session, settings):
             yield session
     finally:
+        make_active(spark)
         deletion_vectors.FUNCTION = saved_function
         for name, value in (("BRANCHSPARK_DELETION_VECTORS", saved_env), (UPSERT_RANGE_FILES_ENV, saved_ranges)):
             if value is None:
