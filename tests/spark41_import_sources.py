@@ -12,7 +12,7 @@ here.
 - `iceberg`: Iceberg format 2, merge-on-read: two inserts (snapshot 2), a DELETE (position deletes), a renamed
   column;
 - `iceberg_nested`: Iceberg format 2 with a struct, an array and a map column, and position deletes;
-- `iceberg_grown`, `delta_grown`: an insert, a column added, an insert with it.
+- `iceberg_grown`, `delta_grown`: an insert, a column added, an insert with it, a delete of one of those rows.
 """
 from __future__ import annotations
 
@@ -131,6 +131,7 @@ def build(spark, root: str, lake_warehouse: str) -> dict:
     first = spark.sql("SELECT snapshot_id FROM lake.db.grown.snapshots").collect()[0][0]
     spark.sql("ALTER TABLE lake.db.grown ADD COLUMN score DOUBLE")
     spark.sql("INSERT INTO lake.db.grown SELECT id, concat('n', id), id / 2 FROM range(20, 30)")
+    spark.sql("DELETE FROM lake.db.grown WHERE id = 25")  # a file with the new column, rewritten
     seen["iceberg_grown"] = {"path": os.path.join(lake_warehouse, "db", "grown"), "first": first,
                              "rows": rows(spark.table("lake.db.grown"))}
     grown = os.path.join(root, "delta_grown")
@@ -138,6 +139,7 @@ def build(spark, root: str, lake_warehouse: str) -> dict:
     spark.sql(f"INSERT INTO delta.`{grown}` SELECT id, concat('n', id) FROM range(0, 20)")
     spark.sql(f"ALTER TABLE delta.`{grown}` ADD COLUMNS (score DOUBLE)")
     spark.sql(f"INSERT INTO delta.`{grown}` SELECT id, concat('n', id), id / 2 FROM range(20, 30)")
+    spark.sql(f"DELETE FROM delta.`{grown}` WHERE id = 25")
     seen["delta_grown"] = {"path": grown, "rows": rows(spark.read.format("delta").load(grown))}
     phase("grown")
     return seen

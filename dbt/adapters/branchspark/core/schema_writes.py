@@ -229,8 +229,9 @@ class SchemaWrites:
         self.record(ObjectKind.TABLE, state.id, name, Op.ALTER_COLUMN, **detail)
 
     def add_column(self, name: str, column: str, type_, nullable: bool = True, default: str | None = None,
-                   source_ids: tuple = ()) -> None:
-        """source_ids: an imported column's field ids in its source (Column.source_ids), for a refresh."""
+                   source_ids: tuple = (), origin: dict | None = None) -> None:
+        """source_ids: an imported column's field ids in its source (Column.source_ids); origin: the source version
+        a refresh brings the column from, recorded with the change (the next refresh starts after it)."""
         state = self._writable_table(name)
         schema = self._schema(state)
         check_name("column", column)
@@ -245,7 +246,7 @@ class SchemaWrites:
         new = Column(self._seq(), column, data_type.json(), nullable, default, source_ids=tuple(source_ids))
         self._new_schema(name, state, list(schema.columns) + [new], action="add",
                          column=column, column_id=new.id, type=data_type.simpleString(), nullable=nullable,
-                         default=default)
+                         default=default, **(origin or {}))
 
     def drop_column(self, name: str, column: str) -> None:
         state = self._writable_table(name)

@@ -57,6 +57,12 @@ class StepDelta:
     inserts: DataFrame | None
 
 
+def _rewrites(step: Step) -> bool:
+    """Whether `step` refreshed an imported table from a source version that rewrote files (imports/landing.py):
+    its removed files' rows are deleted whole, and their unchanged rows come back in the new files."""
+    return any(o.op == Op.UPDATE and o.detail.get("refreshed_from") for o in step.operations)
+
+
 def only_compaction(step: Step) -> bool:
     kinds = {o.op for o in step.operations}
     return Op.COMPACTION in kinds and not kinds & ROW_CHANGING_OPS
@@ -106,14 +112,16 @@ class DeltaReader:
             # Rows on both sides (same identity, in compacted and uncompacted form) did not change.
             insert_df, delete_df = (insert_df.join(delete_df.select(*IDENTITY), list(IDENTITY), "left_anti"),
                                     delete_df.join(insert_df.select(*IDENTITY), list(IDENTITY), "left_anti"))
-        if insert_df is not None and delete_df is not None and len(step.commit.parents) > 1:
+        if insert_df is not None and delete_df is not None and (len(step.commit.parents) > 1 or _rewrites(step)):
             delete_df, insert_df = self._without_unchanged(after, delete_df, insert_df)
         return StepDelta(delete_df, insert_df)
 
     def _without_unchanged(self, after: TableState, deletes: DataFrame, inserts: DataFrame):
         """A merge commit brings the other side's deletion and new image of a row whose values, in the columns
         the merge keeps, are the ones it had (changed only in a column the merge drops, or the same row
-        rewritten): no change at that commit (SPEC 4). Pairs of identical rows leave both lists. Compared in
+        rewritten); a refresh of a source's copy-on-write rewrite deletes every row of the files it replaced and
+        inserts every row of the new ones. Neither is a change at that commit (SPEC 4): pairs of identical rows
+        leave both lists. Compared in
         the feed's columns, which is exact when they hold every column the merge commit has."""
         columns = [c.name for c in self.target.columns]
         if not all(any(t.known_as(c.id) for t in self.target.columns)

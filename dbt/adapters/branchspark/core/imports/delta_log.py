@@ -53,10 +53,10 @@ def delta_changes(location: str, since: int) -> list[VersionChanges]:
         if changed_metadata.get("partitionColumns") != metadata.get("partitionColumns"):
             raise errors.InvalidArgument(f"cannot refresh from {location}: version {version} changed the table's "
                                          f"partitioning, which a refresh does not follow; import it again")
+        columns = _columns(location, changed_metadata)
         new_columns = []
         if changed_metadata.get("schemaString") != metadata.get("schemaString"):
-            new_columns = added_columns(location, str(version), _columns(location, metadata),
-                                        _columns(location, changed_metadata))
+            new_columns = added_columns(location, str(version), _columns(location, metadata), columns)
         _check_protocol(changed_protocol, location)
         before = {key[0]: add for key, add in live.items()}
         now = {key[0]: add for key, add in after.items()}
@@ -68,7 +68,7 @@ def delta_changes(location: str, since: int) -> list[VersionChanges]:
                 newly = np.setdiff1d(_hidden(location, now[path]), _hidden(location, before[path]))
                 if len(newly):
                     hidden.append(_file(location, now[path], newly))
-        out.append(VersionChanges(str(version), added, removed, hidden, new_columns))
+        out.append(VersionChanges(str(version), added, removed, hidden, columns, new_columns))
         live, metadata, protocol = after, changed_metadata, changed_protocol
     return out
 

@@ -71,7 +71,7 @@ def iceberg_changes(location: str, since: int) -> list[VersionChanges]:
             if len(newly):
                 hidden.append(replace(now[uri], deleted=newly))
         out.append(VersionChanges(str(later.snapshot_id), [f for u, f in sorted(now.items()) if u not in before],
-                                  [f for u, f in sorted(before.items()) if u not in now], hidden, new_columns))
+                                  [f for u, f in sorted(before.items()) if u not in now], hidden, columns, new_columns))
         before = now
     return out
 

@@ -23,7 +23,7 @@ from ..operations import ObjectKind, Op
 from ..storage.layout import SEQ_DIGITS
 from ..storage.reader import ROW_FILE, ROW_POS
 from ..transaction import Transaction
-from .source import SourceFile, SourceTable, VersionChanges
+from .source import SourceColumn, SourceFile, SourceTable, VersionChanges
 
 
 def land_import(tx: Transaction, source: SourceTable, name: str, primary_key: list[str] | None) -> None:
@@ -43,7 +43,7 @@ def land_import(tx: Transaction, source: SourceTable, name: str, primary_key: li
     table_schema = tx._schema(state)
     file_schemas: dict[tuple, Schema] = {}
     for file in source.files:
-        stored = _stored_names(source, file)
+        stored = _stored_names(source.columns, file)
         if stored not in file_schemas:
             file_schemas[stored] = _file_schema(table_schema, stored)
     segments, tombstones, of_file, first_seq = [], [], {}, None
@@ -76,16 +76,19 @@ def land_import(tx: Transaction, source: SourceTable, name: str, primary_key: li
 def land_refresh(tx: Transaction, name: str, change: VersionChanges, location: str, source_format: str) -> None:
     """One source version's own changes to imported table `name` as one change on the transaction's branch: its new
     files as borrowed segments (an insert), the rows of files it removed and the rows its deletion vectors newly
-    hide (Delta's deletion vectors, Iceberg's position deletes) as tombstones (a delete); both at once are an update (SPEC 3.3), so merges and branch_changes see the
-    source's rows as it changed them."""
+    hide (Delta's deletion vectors, Iceberg's position deletes) as tombstones (a delete); both at once are an update
+    (SPEC 3.3), so merges and branch_changes see the source's rows as it changed them. Columns the version added
+    are added to the table first (its earlier rows read NULL in them)."""
     state = tx._writable_table(name)
     borrowed = {(s.path, f): s for s in tx.ns.segment_infos(state.segments) if s.external for f in s.files}
     if not borrowed:
         raise errors.InvalidArgument(f"cannot refresh {name}: it no longer reads any file of {location} (overwritten "
                                      f"or compacted on branch '{tx.branch}'); import it again")
-    written = tx.ns.schema(next(iter(borrowed.values())).schema_id)
-    fresh = _with_added_columns(tx, name, written, change.added_columns)  # the schema the version's new files have
-    state = tx._writable_table(name)  # with those columns
+    origin = {"refreshed_from": location, "source_format": source_format, "source_version": change.version}
+    for column in change.added_columns:  # recorded with the version, which may change nothing else
+        tx.add_column(name, column.name, column.data_type, source_ids=column.source_ids(), origin=origin)
+    state = tx._writable_table(name)
+    file_schemas = _refreshed_file_schemas(tx, state, {s.schema_id for s in borrowed.values()}, change, name)
     # On a keyed table a tombstone deletes its keys' rows written before it: the version's deletes come before its
     # new files (an update's new rows keep their keys), the rows its new files hide already after them.
     keyed = bool(state.primary_key)
@@ -96,24 +99,30 @@ def land_refresh(tx: Transaction, name: str, change: VersionChanges, location: s
     hidden = [(file, _borrowed_segment(borrowed, file, name, location, tx.branch)) for file in change.hidden]
     by_segment: dict[tuple, list[SourceFile]] = defaultdict(list)
     for file in change.added:
-        by_segment[(file.folder, tuple(sorted(file.partition_values.items())))].append(file)
+        stored = _stored_names(change.columns, file)
+        by_segment[(file.folder, tuple(sorted(file.partition_values.items())), stored)].append(file)
     segments, of_file = [], {}
-    for (folder, values), files in sorted(by_segment.items(), key=lambda kv: (kv[0][0], str(kv[0][1]))):
+    partition_by = next(iter(borrowed.values())).partition_by
+    for (folder, values, stored), files in sorted(by_segment.items(), key=lambda kv: (kv[0][0], str(kv[0][1:]))):
         files = sorted(files, key=lambda f: f.name)
-        segment = SegmentInfo(f"s{seq:0{SEQ_DIGITS}d}-{uuid.uuid4().hex}", state.id, folder, seq, fresh.id,
-                              SegmentKind.DATA, next(iter(borrowed.values())).partition_by, dict(values),
+        segment = SegmentInfo(f"s{seq:0{SEQ_DIGITS}d}-{uuid.uuid4().hex}", state.id, folder, seq,
+                              file_schemas[stored].id, SegmentKind.DATA, partition_by, dict(values),
                               tuple(f.name for f in files), tuple(f.size for f in files), borrowed=True)
         segments.append(segment)
         of_file.update({f.uri: segment for f in files})
     own_hidden = [(f, of_file[f.uri]) for f in change.added if f.deleted is not None and len(f.deleted)]
-    deleted = _write_position_tombstone(tx, state, written, hidden, deletes_seq, removed=removed)
-    carried = _write_position_tombstone(tx, state, fresh, own_hidden, tx._seq() if keyed else seq)
+    deleted = _position_tombstones(tx, state, hidden, deletes_seq, removed=removed)
+    carried = _position_tombstones(tx, state, own_hidden, tx._seq() if keyed else seq)
+    known = {entry["schema_id"] for entry in state.schema_history}
+    new_schemas = [schema for schema in file_schemas.values() if schema.id not in known]
+    for schema in new_schemas:  # readable, out of sight: the names the source's files use
+        tx.ns.add_schema(schema, state.id)
     tx.ns.add_segments(segments)
     for tombstone in deleted + carried:
         tx.ns.add_tombstone(tombstone)
-    tx.ns.put_table(state.evolve(segments=state.segments + tuple(s.id for s in segments),
+    history = state.schema_history + tuple(history_entry(s.id, deletes_seq, visible=False) for s in new_schemas)
+    tx.ns.put_table(state.evolve(schema_history=history, segments=state.segments + tuple(s.id for s in segments),
                                  tombstones=state.tombstones + tuple(t.id for t in deleted + carried)))
-    origin = {"refreshed_from": location, "source_format": source_format, "source_version": change.version}
     added = {"segments_added": [s.id for s in segments], "tombstones_added": [t.id for t in carried]}
     if deleted:
         touched = sorted({g for t in deleted for g in first_written_in(t)})
@@ -125,22 +134,33 @@ def land_refresh(tx: Transaction, name: str, change: VersionChanges, location: s
         tx.record(ObjectKind.TABLE, state.id, name, Op.INSERT, seq=seq, **added, **origin)
 
 
-def _with_added_columns(tx: Transaction, name: str, written: Schema, added: list) -> Schema:
-    """`written` (the schema the table's borrowed files have) when the source added no column; else the columns
-    are added to the table (keeping their source ids), and the schema of the files that hold them is `written` with
-    them, under the names the files use, kept readable out of sight."""
-    if not added:
-        return written
-    for column in added:
-        tx.add_column(name, column.name, column.data_type, source_ids=column.source_ids())
-    state = tx._writable_table(name)
+def _refreshed_file_schemas(tx: Transaction, state: TableState, borrowed_schema_ids: set[str],
+                            change: VersionChanges, name: str) -> dict[tuple, Schema]:
+    """The schema that reads each set of names the version's new files store the source's columns under: the
+    table's column ids under those names. A source column is the table column of its field id (Iceberg, Delta's
+    column mapping), else the one the borrowed files already store under its name, else the table's column of
+    its name (one a refresh added). A schema equal to one the borrowed files use is that one."""
     current = tx._schema(state)
-    fresh = Schema(uuid.uuid4().hex, written.columns + tuple(replace(current.column(c.name), name=c.file_name)
-                                                             for c in added))
-    tx.ns.add_schema(fresh, state.id)
-    tx.ns.put_table(state.evolve(schema_history=state.schema_history + (history_entry(fresh.id, tx._seq(),
-                                                                                       visible=False),)))
-    return fresh
+    earlier = [tx.ns.schema(i) for i in sorted(borrowed_schema_ids)]
+    by_stored = {c.name: c for schema in earlier for c in schema.columns}
+    schemas = {}
+    for file in change.added:
+        stored = _stored_names(change.columns, file)
+        if stored in schemas:
+            continue
+        columns = []
+        for source_column, file_name in zip(change.columns, stored):
+            column = next((c for c in current.columns if source_column.field_id is not None
+                           and c.source_id() == source_column.field_id), None) \
+                or by_stored.get(file_name) or current.column(source_column.name)
+            if column is None:
+                raise errors.InvalidArgument(f"cannot refresh {name}: source column {source_column.name!r} has no "
+                                             f"column in the table (renamed or dropped on branch '{tx.branch}'); "
+                                             f"import it again")
+            columns.append(replace(column, name=file_name, type_json=source_column.data_type.json()))
+        schemas[stored] = next((s for s in earlier if s.columns == tuple(columns)),
+                               Schema(uuid.uuid4().hex, tuple(columns)))
+    return schemas
 
 
 def recorded_source(commits, table_id: str) -> dict | None:
@@ -159,6 +179,17 @@ def _borrowed_segment(borrowed: dict, file: SourceFile, name: str, location: str
         raise errors.InvalidArgument(f"cannot refresh {name}: {location} changed {file.uri}, which table {name} no "
                                      f"longer reads on branch '{branch}' (overwritten or compacted); import it again")
     return found
+
+
+def _position_tombstones(tx: Transaction, state: TableState, hidden: list[tuple[SourceFile, SegmentInfo]], seq: int,
+                         removed: list[tuple[SourceFile, SegmentInfo]] = ()) -> list[TombstoneInfo]:
+    """_write_position_tombstone of the files of each schema the borrowed segments were written under (a refresh
+    that added columns reads its files with more columns than the files before)."""
+    schema_ids = sorted({s.schema_id for _, s in list(hidden) + list(removed)})
+    return [tombstone for schema_id in schema_ids
+            for tombstone in _write_position_tombstone(tx, state, tx.ns.schema(schema_id),
+                                                       [(f, s) for f, s in hidden if s.schema_id == schema_id], seq,
+                                                       removed=[(f, s) for f, s in removed if s.schema_id == schema_id])]
 
 
 def _write_position_tombstone(tx: Transaction, state: TableState, written: Schema,
@@ -208,10 +239,10 @@ def _positions(tx: Transaction, files: list[tuple[SourceFile, SegmentInfo]]) -> 
         table, T.StructType([T.StructField(ROW_FILE, T.StringType()), T.StructField(ROW_POS, T.LongType())]))
 
 
-def _stored_names(source: SourceTable, file: SourceFile) -> tuple[str, ...]:
-    """The name each source column has in this file's schema (in the source's column order)."""
+def _stored_names(columns: list[SourceColumn], file: SourceFile) -> tuple[str, ...]:
+    """The name each of the source's `columns` has in this file's schema (in the source's column order)."""
     own = dict(file.file_names)
-    return tuple(own.get(c.name, c.file_name) for c in source.columns)
+    return tuple(own.get(c.name, c.file_name) for c in columns)
 
 
 def _stored_name(source: SourceTable, column_name: str) -> str:
@@ -247,7 +278,7 @@ def _borrowed_segments(table_id: str, source: SourceTable, files: list[SourceFil
     by_segment: dict[tuple, list[SourceFile]] = defaultdict(list)
     for file in files:
         values = tuple(sorted(file.partition_values.items(), key=lambda kv: kv[0]))
-        by_segment[(file.folder, values, _stored_names(source, file))].append(file)
+        by_segment[(file.folder, values, _stored_names(source.columns, file))].append(file)
     segments, of_file = [], {}
     for (folder, values, stored), grouped in sorted(by_segment.items(), key=lambda kv: (kv[0][0], str(kv[0][1]))):
         grouped = sorted(grouped, key=lambda f: f.name)

@@ -98,7 +98,8 @@ class VersionChanges:
     added: list[SourceFile]  # new files (`deleted`: what their own deletion vectors hide)
     removed: list[SourceFile]  # files it no longer lists (`deleted`: what was hidden of them before)
     hidden: list[SourceFile]  # files whose deletion vector grew (`deleted`: the positions newly hidden)
-    added_columns: list[SourceColumn] = field(default_factory=list)  # columns the version added to the schema
+    columns: list[SourceColumn]  # the source's columns at this version (its new files hold them)
+    added_columns: list[SourceColumn] = field(default_factory=list)  # those the version added to the schema
 
 
 def normalized_location(source: str) -> str:
