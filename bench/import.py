@@ -1,6 +1,6 @@
 """Zero-copy import (issue 70) against copying the rows in, side by side in one run.
 
-    python bench/import.py [--rows 10000000] [--changes 10000,100000]
+    python bench/import.py [--rows 10000000] [--changes 10000,100000] [--layout spread|recent]
 
 A Delta table (deletion vectors on) and an Iceberg table (format 2, merge-on-read) of `--rows` rows are written by
 Spark 4.1 with Delta's and Iceberg's runtimes (bench/peers_side.py in .venv-peers, `make peers`): the tables a
@@ -10,7 +10,10 @@ printed: seconds (the import's: the median of three more under other names; the 
 loads modules once, beside it), bytes written under the warehouse's tables and the ratio (targets: >= 100x faster,
 0 data bytes). Then the source moves on by Spark 4.1 (a third of N rows updated, a third deleted, a third inserted:
 three commits) and `refresh_import` brings the three commits, for each N of `--changes`: seconds, and the rows `branch_changes`
-gives against the rows changed (target: the cost follows the changes, not the table).
+gives against the rows changed (target: the cost follows the changes, not the table). `--layout spread` (the
+default): the sources' ids spread over 4 files and the changes spread over all of them, so every refresh touches
+every file; `--layout recent`: the ids in order over `--files` files and the changes to the most recent ids, as
+ingestion updates a table, so a refresh touches the files that hold them.
 """
 from __future__ import annotations
 
@@ -39,12 +42,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--changes", default="10000,100000", help="rows changed per refresh, comma-separated")
+    parser.add_argument("--layout", choices=("spread", "recent"), default="spread")
+    parser.add_argument("--files", type=int, default=1000, help="the sources' files with --layout recent")
     args = parser.parse_args()
+    recent = args.layout == "recent"
     changes = [int(n) for n in args.changes.split(",")]
     root = scratch_dir("import")
-    print(f"load average {os.getloadavg()[0]:.2f}; {args.rows:,} rows per source", flush=True)
+    layout = f"ids in order over {args.files} files, recent rows changed" if recent else \
+        "ids spread over 4 files, changes spread over the table"
+    print(f"load average {os.getloadavg()[0]:.2f}; {args.rows:,} rows per source; {layout}", flush=True)
     peers = PeersProcess(root)
-    built = peers("setup", total=args.rows, kinds=list(KINDS))
+    built = peers("setup", total=args.rows, kinds=list(KINDS), files=args.files if recent else 0)
     print(f"sources written by Spark {peers.version}: {built['seconds']:.1f} s", flush=True)
     spark = spark_session()
     # branchspark loads pyiceberg on its first Iceberg import (about 1 s, once per process, as Spark's JVM
@@ -86,7 +94,8 @@ def main() -> None:
                   f"{copied:7.2f} s, {copy_bytes:>12,} bytes | {copied / imported:6.1f}x faster "
                   f"(target >= 100x: {'ok' if copied / imported >= 100 else 'UNDER'}), {rows:,} rows", flush=True)
             for round_index, changed in enumerate(changes):
-                moved = peers("change_rows", kind=kind, total=args.rows, changed=changed, round_index=round_index)
+                moved = peers("change_rows", kind=kind, total=args.rows, changed=changed, round_index=round_index,
+                              recent=recent)
                 head = lh.snapshot("main").commit_id
                 seconds, commits = timed(lambda: lh.refresh_import(name))
                 feed = table_changes(lh, name, head, lh.snapshot("main").commit_id)

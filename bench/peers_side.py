@@ -20,9 +20,9 @@ KINDS = ("delta", "iceberg_cow", "iceberg_mor")
 ROW_HASH_SUM = ("count(*) AS n", "bit_xor(xxhash64(id, amount, customer)) AS h")
 
 
-def rows(spark, start: int, end: int):
+def rows(spark, start: int, end: int, partitions: int | None = None):
     from pyspark.sql import functions as F
-    return spark.range(start, end).select(
+    return spark.range(start, end, 1, partitions).select(
         F.col("id"), (F.col("id") % 1000).cast("double").alias("amount"),
         F.concat(F.lit("customer-"), (F.col("id") % 5000).cast("string")).alias("customer"))
 
@@ -79,8 +79,10 @@ class Peers:
         self.spark.sql(sql).write.format("noop").mode("overwrite").save()
 
     # ---------------------------------------------------------------- commands
-    def setup(self, total: int, kinds: tuple = KINDS) -> dict:
-        data = rows(self.spark, 0, total).repartition(4)
+    def setup(self, total: int, kinds: tuple = KINDS, files: int = 0) -> dict:
+        """The tables of `total` rows: ids spread over 4 files, or (`files`) in id order over that many files, as
+        ingestion that appends recent rows leaves a table."""
+        data = rows(self.spark, 0, total, files) if files else rows(self.spark, 0, total).repartition(4)
         start = time.perf_counter()
         if "delta" in kinds:
             (data.write.format("delta").option("delta.enableDeletionVectors", "true")
@@ -134,13 +136,17 @@ class Peers:
         total = list(self.spark.sql(f"SELECT {', '.join(ROW_HASH_SUM)} FROM {self.table(kind)}").collect()[0])
         return {"seconds": time.perf_counter() - start, "sum": total}
 
-    def change_rows(self, kind: str, total: int, changed: int, round_index: int) -> dict:
+    def change_rows(self, kind: str, total: int, changed: int, round_index: int, recent: bool = False) -> dict:
         """The source moves on (bench/import.py): a third of `changed` rows updated, a third deleted (both spread
-        over the table) and a third inserted past its ids, as three commits; returns the version after."""
+        over the table, or `recent`: two blocks of the highest ids, lower each round) and a third inserted past its
+        ids, as three commits; returns the version after."""
         third = max(changed // 3, 1)
         step = max(total // third, 1)
         table = self.table(kind)
         updated, deleted = (f"id % {step} = {2 * round_index}", f"id % {step} = {2 * round_index + 1}")
+        if recent:
+            low = total - 2 * third - round_index * 2 * changed  # below the blocks of earlier rounds
+            updated, deleted = (f"id >= {low} AND id < {low + third}", f"id >= {low + third} AND id < {low + 2 * third}")
         counts = {"updated": self.spark.sql(f"SELECT count(*) FROM {table} WHERE {updated}").collect()[0][0],
                   "deleted": self.spark.sql(f"SELECT count(*) FROM {table} WHERE {deleted}").collect()[0][0],
                   "inserted": third}

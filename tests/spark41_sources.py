@@ -7,7 +7,8 @@ appends; `dev` rebuilds and sees the new rows while `main` keeps what it merged.
 `branchspark sql -e` read the metastore, the Iceberg catalog and the branch in one query, and the bad inputs
 are run from dbt and from the command line. Run with the request (directories, jars) as JSON on stdin; writes
 what it saw as JSON on stdout, which tests/core/test_sources_spark41.py asserts. With `import_dir` it then writes
-the Delta and Iceberg tables tests/core/test_import_spark41.py imports (tests/spark41_import_sources.py).
+the Delta and Iceberg tables tests/core/test_import_spark41.py imports (tests/spark41_import_sources.py), and
+three of the tables above imported by name and refreshed.
 """
 from __future__ import annotations
 
@@ -314,6 +315,20 @@ def main() -> None:
         from spark41_import_sources import build
         seen["import_sources"] = build(spark, request["import_dir"], str(root / "iceberg"))
         phase("import sources")
+    # import by name (issue 70): a Delta table of the Hive metastore, an Iceberg table of the `lake` catalog and a
+    # Parquet table, onto dev (main is protected); then the Delta and Iceberg ones change and a refresh follows them
+    named = {"spark_catalog.raw.customers": "named.customers", "lake.raw.orders": "named.orders",
+             "raw.payments": "named.payments"}
+    for source, name in named.items():
+        lakehouse.import_table(source, name, branch="dev")
+    spark.sql("insert into raw.customers values (4, 'di', 30)")
+    spark.sql("delete from lake.raw.orders where order_id = 100")
+    refreshed = {name: len(lakehouse.refresh_import(name, branch="dev")) for name in ("named.customers", "named.orders")}
+    seen["imported_by_name"] = {
+        name: {"rows": rows(lakehouse, "dev", name), "refresh_commits": refreshed.get(name),
+               "source": sorted([list(r) for r in spark.table(source).collect()], key=json.dumps)}
+        for source, name in named.items()}
+    phase("imported by name")
     seen["phases"] = phases
     json.dump(seen, sys.__stdout__)
 

@@ -320,6 +320,19 @@ def test_refresh_follows_added_columns(lh, built):
         assert table.schema().find_field("score").field_id == 3  # the source's id
 
 
+def test_tables_of_spark_catalogs_are_imported_and_refreshed_by_name(tmp_path_factory):
+    """In the Spark 4.1 flow's session (tests/spark41_sources.py), branchspark imports a Delta table of the Hive
+    metastore (`spark_catalog.raw.customers`), an Iceberg table of a configured catalog (`lake.raw.orders`) and a
+    Parquet table (`raw.payments`) by name; after an insert into the Delta one and a delete from the Iceberg one, a
+    refresh brings each as one commit, and every imported table reads exactly what Spark reads of its source."""
+    seen = spark41_flow(tmp_path_factory)["imported_by_name"]
+    assert sorted(seen) == ["named.customers", "named.orders", "named.payments"]
+    for name, found in seen.items():
+        assert found["rows"] == found["source"], name
+    assert [4, "di", 30] in seen["named.customers"]["rows"] and [100, 1] not in seen["named.orders"]["rows"]
+    assert (seen["named.customers"]["refresh_commits"], seen["named.orders"]["refresh_commits"]) == (1, 1)
+
+
 def test_iceberg_refresh_brings_each_later_snapshot(lh, built):
     """Imported at its second snapshot, refreshed: the DELETE's snapshot (position deletes) lands as one delete,
     and branch_changes gives exactly the rows it deleted."""

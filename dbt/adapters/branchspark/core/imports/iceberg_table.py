@@ -45,8 +45,9 @@ def read_iceberg(location: str, snapshot_id: int | None) -> SourceTable:
 def iceberg_changes(location: str, since: int) -> list[VersionChanges]:
     """The changes of every snapshot after `since` up to the current one (its ancestors), in order: the data files
     each added and removed, the rows its new position deletes hide and the columns its schema added (a refresh lands
-    each as one commit). Any other schema change is refused in one line."""
-    table = _load(location)
+    each as one commit). Any other schema change is refused in one line. A table imported from one of its metadata
+    files (`register`, or a path to the file) is followed by the newest metadata file beside it."""
+    table = _load(_table_folder(location))
     chain, snapshot = [], table.current_snapshot()
     while snapshot is not None and snapshot.snapshot_id != since:
         chain.append(snapshot)
@@ -157,6 +158,15 @@ def _renamed_ever(table, by_id: dict[int, str]) -> bool:
 
 def _positions(file: SourceFile) -> np.ndarray:
     return file.deleted if file.deleted is not None else np.empty(0, np.int64)
+
+
+def _table_folder(location: str) -> str:
+    """The table folder of a metadata file in its `metadata/` folder (its newest metadata is the table's now), or
+    `location` as it is."""
+    folder, name = posixpath.split(location)
+    if name.endswith(".metadata.json") and posixpath.basename(folder) == "metadata":
+        return posixpath.dirname(folder)
+    return location
 
 
 def _current_metadata(location: str) -> str:
