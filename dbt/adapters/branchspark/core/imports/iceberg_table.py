@@ -119,12 +119,18 @@ def _live_files(table, snapshot, columns: list[SourceColumn], location: str) -> 
     and files of other formats refused by name."""
     from pyiceberg.manifest import DataFileContent, FileFormat  # as in _load
 
-    written_at: dict[str, int] = {}  # data file -> its data sequence number (the order the table wrote files in)
+    # The manifests, read once: the live data files with their data sequence numbers (the order the table wrote
+    # files in), and the live position delete files. A position delete names the data file it applies to, and a
+    # path is written once, so no plan pairs them (pyiceberg's plan_files would read every manifest again).
+    data_files, written_at, delete_paths = [], {}, set()
     for manifest in snapshot.manifests(table.io):
         for entry in manifest.fetch_manifest_entry(table.io, discard_deleted=True):
             data = entry.data_file
             if data.content == DataFileContent.DATA:
+                data_files.append(data)
                 written_at[data.file_path] = entry.sequence_number or 0
+            if data.content == DataFileContent.POSITION_DELETES and data.file_format != FileFormat.PUFFIN:
+                delete_paths.add(data.file_path)
             if data.content == DataFileContent.EQUALITY_DELETES:
                 raise errors.InvalidArgument(f"cannot import {location}: it has equality deletes ({data.file_path}), "
                                              f"which import does not support yet; rewrite them as position deletes "
@@ -135,18 +141,16 @@ def _live_files(table, snapshot, columns: list[SourceColumn], location: str) -> 
             if data.file_format != FileFormat.PARQUET:
                 raise errors.InvalidArgument(f"cannot import {location}: file {data.file_path} is "
                                              f"{data.file_format.name}; import takes Parquet files only")
-    tasks = list(table.scan(snapshot_id=snapshot.snapshot_id).plan_files())
-    deletes = _position_deletes({d.file_path for t in tasks for d in t.delete_files}, location)
+    deletes = _position_deletes(delete_paths, location)
     by_id = {c.field_id: c.name for c in columns}
     if _renamed_ever(table, by_id):  # each file's names from its footer's field ids, footers read side by side
-        with ThreadPoolExecutor(max_workers=min(len(tasks), _FOOTER_READS) or 1) as pool:
-            names = list(pool.map(lambda t: _file_names(t.file.file_path, by_id, location), tasks))
+        with ThreadPoolExecutor(max_workers=min(len(data_files), _FOOTER_READS) or 1) as pool:
+            names = list(pool.map(lambda f: _file_names(f.file_path, by_id, location), data_files))
     else:  # no column was ever renamed: every file stores the names the table has
-        names = [()] * len(tasks)
-    return [source_file(location, _readable(t.file.file_path), t.file.file_size_in_bytes,
-                        deleted=deletes.get(t.file.file_path), file_names=file_names,
-                        order=written_at.get(t.file.file_path, 0))
-            for t, file_names in zip(tasks, names)]
+        names = [()] * len(data_files)
+    return [source_file(location, _readable(f.file_path), f.file_size_in_bytes, deleted=deletes.get(f.file_path),
+                        file_names=file_names, order=written_at[f.file_path])
+            for f, file_names in zip(data_files, names)]
 
 
 def _renamed_ever(table, by_id: dict[int, str]) -> bool:
