@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from pyspark.sql import DataFrame, SparkSession
 
 from ..catalog.namespace import Namespace
@@ -31,6 +33,7 @@ from ..catalog.state import Root, SegmentInfo, TableState
 from ..catalog.store import CatalogStore
 from ..catalog.tombstones import TombstoneInfo
 from ..storage.difference import NEW, OLD, SIDE, unpaired
+from ..storage import deletion_vectors
 from ..storage.layout import SEGMENT_COLUMN, Warehouse
 from ..storage.reader import (
     ROW_FILE,
@@ -40,12 +43,15 @@ from ..storage.reader import (
     moved_tombstones,
     project_column,
     quote,
+    recorded_files,
     segment_group,
 )
 from .versions import Step
 from ..operations import ROW_OPS, Op
 
 IDENTITY = (ROW_FILE, ROW_POS)  # a row's identity: stable across compaction, unique per written row
+# Up to this many tombstone rows, whether a commit's tombstones delete a row again is decided on the driver.
+_DRIVER_IDENTITIES = 1_000_000
 ROW_CHANGING_OPS = ROW_OPS | {Op.CREATE, Op.DROP}
 
 
@@ -207,7 +213,7 @@ class DeltaReader:
         located += moved_to
         files = {f for t in tombstones for f in t.target_files}
         others = self._tombstones_touching(still_deleted_in, located, files or None)
-        if others:
+        if others and self._may_overlap(tombstones, others):
             own_schema = self.lookup.schema(still_deleted_in.schema_id)
             already = self.reader.read_tombstones(still_deleted_in, others, own_schema).select(*IDENTITY)
             images = images.join(already, list(IDENTITY), "left_anti")
@@ -215,6 +221,23 @@ class DeltaReader:
             images = images.dropDuplicates(list(IDENTITY))
         images = self._with_dropped_values(holder, images, tombstones, located)
         return images.selectExpr(*[quote(c.name) for c in self.target.columns], *IDENTITY)
+
+    def _may_overlap(self, tombstones: list[TombstoneInfo], others: list[TombstoneInfo]) -> bool:
+        """Whether a row `tombstones` name may be one `others` deleted already. Both are tombstone files, as many
+        rows as were deleted: up to _DRIVER_IDENTITIES rows their identities are read on the driver (cached:
+        tombstones never change), so the common case, no row deleted twice, needs no anti-join and no Spark job
+        to build one. True where they are more, or a row names no identity (the join decides then)."""
+        if (sum(t.row_count for t in tombstones) + sum(t.row_count for t in others) > _DRIVER_IDENTITIES
+                or not deletion_vectors.wanted()):
+            return True
+        warehouse = self.reader.warehouse
+        try:
+            mine, theirs = ({} if not group else deletion_vectors.named_positions(
+                [(warehouse.uri(t.path), recorded_files(t)) for t in group]) for group in (tombstones, others))
+        except (TypeError, ValueError, OSError):  # an identity missing, or a file pyarrow cannot read
+            return True
+        return any(np.intersect1d(positions, theirs[name], assume_unique=True).size
+                   for name, positions in mine.items() if name in theirs)
 
     def _with_dropped_values(self, holder: TableState, images: DataFrame, tombstones: list[TombstoneInfo],
                              located: list[SegmentInfo]) -> DataFrame:

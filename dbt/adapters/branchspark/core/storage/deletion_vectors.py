@@ -192,6 +192,16 @@ def _positions(uri: str, files: tuple[tuple[str, int], ...] = ()) -> tuple[tuple
     return tuple((str(files[s]), positions[s:e]) for s, e in zip(starts, ends))
 
 
+def named_positions(tombstones: list[tuple[str, tuple[tuple[str, int], ...]]]) -> dict[str, np.ndarray]:
+    """{row-id file: sorted unique positions} of the rows these tombstones ((folder URI, its files' (name, bytes)
+    or ()) each) name, read on the driver as encode() reads them."""
+    by_file: dict[str, list[np.ndarray]] = {}
+    for uri, files in tombstones:
+        for name, positions in _positions(uri, files):
+            by_file.setdefault(name, []).append(positions)
+    return {name: np.unique(np.concatenate(chunks)) for name, chunks in by_file.items()}
+
+
 def encode(tombstones: list[tuple[str, tuple[tuple[str, int], ...]]], row_count: int) -> bytes | None:
     """The deleted positions of these tombstones ((folder URI, its files' (name, bytes) or ()) each; `row_count`
     rows in all), one vector per data file, as the function's constant; None when they are too many to travel

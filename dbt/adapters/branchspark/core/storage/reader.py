@@ -28,7 +28,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from . import deletion_vectors, known_files
+from . import deleted_keys, deletion_vectors, known_files
 from ..catalog.schema import Schema
 from ..catalog.state import SegmentInfo, SegmentKind, TableState
 from ..catalog.tombstones import TombstoneInfo
@@ -109,8 +109,10 @@ class TableReader:
                    segment_group(segment) in hit, segment.external)
             groups[key].append(segment)
         # The tombstones' side of an anti-join, built on first need: a keyless table's targeted files drop
-        # their deleted rows without it (_targeted_anti_join).
+        # their deleted rows without it (_targeted_anti_join), a keyed table's rows by their keys where it can
+        # (deleted_keys.py).
         deleted = None
+        keys = self._deleted_keys(table, schema, tombstones) if table.primary_key and hit else None
         parts = []
         for (schema_id, partition_by, compacted, targeted, external), group in sorted(groups.items(),
                                                                                        key=lambda kv: kv[0]):
@@ -119,7 +121,9 @@ class TableReader:
                 # its tombstones are applied by the anti-join.
                 rows = self._read_external(group, self.lookup.schema(schema_id), schema, join_ids=targeted,
                                            row_ids=with_row_ids, keyed=bool(table.primary_key))
-                if targeted:
+                if targeted and keys is not None:
+                    rows = deleted_keys.without_deleted(rows, quote(table.primary_key[0]), _J_ORDER, keys)
+                elif targeted:
                     if deleted is None:
                         deleted = self._deleted_rows(table, schema, tombstones)
                     rows = self._anti_join(table, rows, deleted, compacted=False)
@@ -133,7 +137,9 @@ class TableReader:
                     continue
             rows = self._read_group(table, group, self.lookup.schema(schema_id), compacted, schema,
                                     join_ids=targeted, row_ids=with_row_ids, keyed=bool(table.primary_key))
-            if targeted:
+            if targeted and keys is not None:
+                rows = deleted_keys.without_deleted(rows, quote(table.primary_key[0]), _J_ORDER, keys)
+            elif targeted:
                 if deleted is None:
                     deleted = self._deleted_rows(table, schema, tombstones)
                 rows = self._anti_join(table, rows, deleted, compacted)
@@ -271,7 +277,7 @@ class TableReader:
         mine_tombstones = [t for t in tombstones if mine & set(t.target_files)]
         vectors = None
         if deletion_vectors.enabled(self.spark):
-            vectors = deletion_vectors.encode([(self.warehouse.uri(t.path), _known_files(t)) for t in mine_tombstones],
+            vectors = deletion_vectors.encode([(self.warehouse.uri(t.path), recorded_files(t)) for t in mine_tombstones],
                                               sum(t.row_count for t in mine_tombstones))
         if vectors is not None:
             rows = self._scan(table, group, written, target, hit, row_ids, vectors=vectors)
@@ -372,6 +378,20 @@ class TableReader:
             return self.spark.createDataFrame([], T.StructType([T.StructField(k.name, k.data_type) for k in keys]))
         return _union(parts)
 
+    def _deleted_keys(self, table: TableState, schema: Schema, tombstones: list[TombstoneInfo]) -> bytes | None:
+        """The keys `tombstones` delete, as the scan's filter takes them (deleted_keys.py), or None where the
+        anti-join applies them: a key of several columns or of another type, too many, or no extension."""
+        key = schema.column(table.primary_key[0])
+        if key is None or not deleted_keys.usable(self.spark, [schema.column(k).data_type for k in table.primary_key]):
+            return None
+        named = []
+        for tomb in tombstones:
+            stored = self.lookup.schema(tomb.schema_id).source_of(key)
+            if stored is None:  # a tombstone written before the key existed holds no key to read
+                return None
+            named.append((self.warehouse.uri(tomb.path), recorded_files(tomb), stored.name))
+        return deleted_keys.encode(named, sum(t.row_count for t in tombstones))
+
     def _deleted_rows(self, table: TableState, schema: Schema, tombstones: list[TombstoneInfo]) -> DataFrame:
         """The tombstone side of the anti-join, with its join columns in the shapes the data side has."""
         deleted = self.read_tombstones(table, tombstones, schema)
@@ -457,7 +477,7 @@ def _etags(warehouse, items) -> dict[str, str]:
             for name, etag in zip(item.files, item.file_etags) if etag}
 
 
-def _known_files(item) -> tuple[tuple[str, int], ...]:
+def recorded_files(item) -> tuple[tuple[str, int], ...]:
     """(name, bytes) of a segment's or tombstone's files where the catalog recorded every size, else ()."""
     if not item.files or len(item.file_sizes) != len(item.files):
         return ()

@@ -12,8 +12,9 @@ import scala.runtime.AbstractFunction1;
 import scala.runtime.BoxedUnit;
 
 /**
- * spark.sql.extensions=branchspark.Extensions: registers branchspark_deleted_row as the compiled
- * expression {@link DeletedRowExpression} in every session of the application.
+ * spark.sql.extensions=branchspark.Extensions: registers branchspark_deleted_row and branchspark_deleted_key
+ * as the compiled expressions {@link DeletedRowExpression} and {@link DeletedKeyExpression} in every
+ * session of the application.
  */
 public final class Extensions extends AbstractFunction1<SparkSessionExtensions, BoxedUnit> {
   @Override
@@ -26,6 +27,14 @@ public final class Extensions extends AbstractFunction1<SparkSessionExtensions, 
     };
     extensions.injectFunction(new Tuple3<>(FunctionIdentifier.apply(DeletedRowExpression.NAME),
         new ExpressionInfo(DeletedRowExpression.class.getName(), DeletedRowExpression.NAME), builder));
+    Function1<Seq<Expression>, Expression> keys = new AbstractFunction1<Seq<Expression>, Expression>() {
+      @Override
+      public Expression apply(Seq<Expression> arguments) {
+        return DeletedKeyExpression.build(arguments);
+      }
+    };
+    extensions.injectFunction(new Tuple3<>(FunctionIdentifier.apply(DeletedKeyExpression.NAME),
+        new ExpressionInfo(DeletedKeyExpression.class.getName(), DeletedKeyExpression.NAME), keys));
     return BoxedUnit.UNIT;
   }
 }
