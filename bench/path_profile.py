@@ -65,7 +65,8 @@ class Timeline:
             jobs.append({"from": _stamp(job["submissionTime"]) - planned,
                          "to": _stamp(job["completionTime"]) - planned, "tasks": job["numTasks"],
                          "stages": len(stages), "rows": sum(s["inputRecords"] for s in stages),
-                         "cpu": sum(s["executorCpuTime"] for s in stages) / 1e9})
+                         "cpu": sum(s["executorCpuTime"] for s in stages) / 1e9,
+                         "name": job.get("name", "")[:60]})
         self.spark.sparkContext.setJobGroup("", "")
         return {"build": built - start, "plan": planned - built, "run": done - planned, "total": done - start,
                 "jobs": jobs}
@@ -85,7 +86,7 @@ def show(label: str, runs: list[dict]) -> None:
           f"{sum(j['stages'] for j in last['jobs'])} stages, executor CPU {sum(j['cpu'] for j in last['jobs']) * 1000:.0f} ms")
     for job in last["jobs"]:
         print(f"    job +{job['from'] * 1000:5.0f} .. +{job['to'] * 1000:5.0f} ms: {job['tasks']} tasks, "
-              f"{job['stages']} stages, {job['rows']} rows read, CPU {job['cpu'] * 1000:.0f} ms")
+              f"{job['stages']} stages, {job['rows']} rows read, CPU {job['cpu'] * 1000:.0f} ms; {job['name']}")
 
 
 def main() -> None:

@@ -1,6 +1,6 @@
 """branchspark side by side with Delta Lake and Apache Iceberg on the same work, in one run (issue 52).
 
-    python bench/peers.py [--scale 1.0] [--repeats 3] [--steps upsert,changes,scan,preview,dbt]
+    python bench/peers.py [--scale 1.0] [--repeats 3] [--warmup 1] [--steps upsert,changes,scan,preview,dbt]
                           [--preview-tables 20] [--keep]
 
 At scale 1: a table of 10M rows (id, amount, customer; 4 files), 10k changed rows per upsert. `--scale 0.01`
@@ -8,7 +8,10 @@ runs the same at 100k rows and 100 changes. Two Spark processes with the same se
 partitions, 4 GB driver memory, no UI): branchspark in this one (pyspark 4.3, the project's), and the peers
 in bench/peers_side.py under .venv-peers (pyspark 4.1 with Iceberg's runtime 1.12.0 and Delta Lake 4.4.0,
 `make peers`; Iceberg has no runtime for Spark 4.3 yet). Each step runs on every side in turn, the order
-rotating per round, so all sides share the machine's load alike; medians of `--repeats` rounds.
+rotating per round, so all sides share the machine's load alike; medians of `--repeats` rounds, after
+`--warmup` untimed rounds (1) of the upsert, changes and scan steps: a side's first run of a step loads and
+compiles its code paths (branchspark's first upsert in a fresh process took 6.9 s, its third 2.0 s; Iceberg's
+3.5 s and 1.8 s), which a long-lived session or engine pays once. Each round's time is printed.
 
     upsert      `--changed` rows with new amounts, spread over the table: branchspark's upsert on the key (what
                 dbt's `merge` incremental strategy runs) against MERGE INTO on Delta (deletion vectors on, as
@@ -20,7 +23,8 @@ rotating per round, so all sides share the machine's load alike; medians of `--r
                 deleted (one DELETE, timed once apart): branchspark's
                 tombstones against Delta's deletion vectors and Iceberg's position deletes (merge-on-read),
                 and the floor: the same hash over a plain Parquet copy of the live rows (written once,
-                untimed), read in this process
+                untimed), read in this process (Spark 4.3) and in the peers' (Spark 4.1, no target: it shows
+                whether a peer that reads below our floor does so on its Spark's own Parquet reader)
     preview     a CI preview environment of a dbt project of `--preview-tables` tables (20): the 10M-row
                 table and 19 small ones of 10k rows each (1/1000 of the big one; built at setup, untimed).
                 A project's rows sit in a few fact tables, its staging and dimension models are small, and a
@@ -67,6 +71,7 @@ TABLE = "bench.events"
 # scan of the same live rows (FLOOR, in this process).
 TARGETS = {"upsert": 1.0, "changes": 1.0, "scan": 1.0, "preview": 0.01}
 FLOOR = "parquet floor"
+FLOOR_PEERS = "parquet, Spark 4.1"  # the same files read by the peers' Spark: is a peer below our floor Spark's?
 FLOOR_TARGET = 1.1
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -185,14 +190,23 @@ class Branchspark:
         return dir_bytes(warehouse) - catalog, catalog
 
 
-def rounds(sides: dict, repeats: int, step) -> dict:
-    """step(label, side, round) -> answer; each round takes every side in turn, the order rotating."""
+def rounds(sides: dict, repeats: int, step, warmup: int = 0) -> dict:
+    """step(label, side, round) -> answer; each round takes every side in turn, the order rotating. `warmup`
+    rounds first, untimed (printed, not returned): every side's first run of a step loads and compiles its code
+    paths, which a long-lived session or engine pays once."""
     answers = {label: [] for label in sides}
+    warm = {label: [] for label in sides}
     order = list(sides)
-    for index in range(repeats):
+    warmup = warmup if repeats else 0
+    for index in range(warmup + repeats):
         shift = index % len(order)
         for label in order[shift:] + order[:shift]:
-            answers[label].append(step(label, sides[label], index))
+            (warm if index < warmup else answers)[label].append(step(label, sides[label], index))
+    if repeats:  # each round's time: a median hides a round that load slowed
+        print("  rounds (s): " + "; ".join(
+            f"{label} " + ", ".join([f"({a['seconds']:.2f})" for a in warm[label]] + [f"{a['seconds']:.2f}" for a in runs])
+            for label, runs in answers.items() if runs and "seconds" in runs[0]) + "  (in brackets: warm-up)",
+            flush=True)
     return answers
 
 
@@ -200,6 +214,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--scale", type=float, default=1.0, help="1.0: 10M rows, 10k changes")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--warmup", type=int, default=1,
+                        help="untimed rounds before the timed ones, of the upsert, changes and scan steps")
     parser.add_argument("--keep", action="store_true")
     parser.add_argument("--preview-tables", type=int, default=20,
                         help="the preview step's project: the big table and N-1 tables of 1/1000 its rows")
@@ -210,7 +226,7 @@ def main() -> None:
     steps = args.steps.split(",")
     root = scratch_dir("peers")
     print(f"bench/peers.py: steps {args.steps}; {total:,} rows, {changed:,} changed rows (the table's steps), "
-          f"{args.repeats} rounds; scratch {root}; "
+          f"{args.repeats} rounds after {args.warmup} untimed; scratch {root}; "
           f"load average {os.getloadavg()[0]:.1f} at start", flush=True)
     results: dict[str, dict[str, float]] = {}
     extra: dict[str, dict[str, int]] = {}
@@ -238,7 +254,7 @@ def main() -> None:
         sides = {"branchspark": lambda i: bs.upsert(total, changed, i)}
         for kind in kinds:
             sides[kind] = (lambda k: lambda i: peers("upsert", kind=k, total=total, changed=changed, round_index=i))(kind)
-        upserts = rounds(sides, args.repeats if "upsert" in steps else 0, lambda label, run, i: run(i))
+        upserts = rounds(sides, args.repeats if "upsert" in steps else 0, lambda label, run, i: run(i), args.warmup)
         if "upsert" in steps:
             results["upsert"] = {label: statistics.median(a["seconds"] for a in runs) for label, runs in upserts.items()}
             report({"upsert": results["upsert"]}, {})
@@ -249,13 +265,14 @@ def main() -> None:
                                          after=last["delta"]["after"]),
                 "iceberg_cow": lambda i: peers("change_feed", kind="iceberg_cow", before=last["iceberg_cow"]["before"],
                                                after=last["iceberg_cow"]["after"])}
-        answers = rounds(feed, args.repeats if "changes" in steps and last else 0, lambda label, run, i: run(i))
+        answers = rounds(feed, args.repeats if "changes" in steps and last else 0, lambda label, run, i: run(i),
+                         args.warmup)
         if "changes" in steps and last:
             results["changes"] = {label: statistics.median(a["seconds"] for a in runs) for label, runs in answers.items()}
             report({"changes": results["changes"]}, {})
 
         if "scan" in steps:
-            scan_step(bs, peers, args.repeats, results)
+            scan_step(bs, peers, args.repeats, results, args.warmup)
         if "preview" in steps:
             preview_step(bs, peers, args.repeats, args.preview_tables, total, results, extra)
     finally:
@@ -285,7 +302,7 @@ def dbt_rows(root: str, repeats: int, results: dict) -> None:
     report({k: results[k] for k in list(results)[-2:]}, {})
 
 
-def scan_step(bs, peers, repeats, results) -> None:
+def scan_step(bs, peers, repeats, results, warmup: int = 0) -> None:
     deletes = {"branchspark": bs.delete_percent()["seconds"]}
     for kind in ("delta", "iceberg_mor"):
         deletes[kind] = peers("delete_percent", kind=kind)["seconds"]
@@ -296,8 +313,9 @@ def scan_step(bs, peers, repeats, results) -> None:
     bs.floor_scan()  # its copy written before the rounds
     scan = {"branchspark": lambda i: bs.full_scan(),
             **{k: (lambda kk: lambda i: peers("full_scan", kind=kk))(k) for k in ("delta", "iceberg_mor")},
-            FLOOR: lambda i: bs.floor_scan()}
-    answers = rounds(scan, repeats, lambda label, run, i: run(i))
+            FLOOR: lambda i: bs.floor_scan(),
+            FLOOR_PEERS: lambda i: peers("parquet_scan", path=bs.floor)}
+    answers = rounds(scan, repeats, lambda label, run, i: run(i), warmup)
     results["scan"] = {label: statistics.median(a["seconds"] for a in runs) for label, runs in answers.items()}
     sums = {label: tuple(runs[-1]["sum"]) for label, runs in answers.items()}
     if len(set(sums.values())) != 1:
@@ -348,7 +366,8 @@ def report(results: dict, extra: dict) -> None:
             if label == "branchspark":
                 continue
             ratio = ours / seconds if seconds else float("inf")
-            target = FLOOR_TARGET if label == FLOOR else TARGETS.get(step.split(" (")[0])
+            target = (FLOOR_TARGET if label == FLOOR else None if label == FLOOR_PEERS
+                      else TARGETS.get(step.split(" (")[0]))
             verdict = "" if target is None else f"  (target <= {target}x: {'ok' if ratio <= target else 'OVER'})"
             print(f"  vs {label:<17} {seconds:9.3f} s   ratio {ratio:8.3f}x{verdict}")
     for step, sizes in extra.items():

@@ -136,6 +136,12 @@ class Peers:
         total = list(self.spark.sql(f"SELECT {', '.join(ROW_HASH_SUM)} FROM {self.table(kind)}").collect()[0])
         return {"seconds": time.perf_counter() - start, "sum": total}
 
+    def parquet_scan(self, path: str) -> dict:
+        """The same hash over plain Parquet files (the scan's floor on this side's Spark)."""
+        start = time.perf_counter()
+        total = list(self.spark.read.parquet(path).selectExpr(*ROW_HASH_SUM).collect()[0])
+        return {"seconds": time.perf_counter() - start, "sum": total}
+
     def change_rows(self, kind: str, total: int, changed: int, round_index: int, recent: bool = False) -> dict:
         """The source moves on (bench/import.py): a third of `changed` rows updated, a third deleted (both spread
         over the table, or `recent`: two blocks of the highest ids, lower each round) and a third inserted past its

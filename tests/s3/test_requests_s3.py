@@ -71,7 +71,7 @@ def test_an_insert_and_a_read_on_s3_cost_only_the_requests_their_data_needs(spar
              for name, etag in zip(item.files, item.file_etags)}
     assert len(etags) == len(recorded) and all(etags.values()), "every file written has its ETag in the catalog"
     assert {path: client.head_object(Bucket=bucket, Key=f"lake/{path}")["ETag"] for path in etags} == etags
-    if not known_files.usable(spark, True):
+    if not known_files.usable(spark):
         missing("branchspark's jar is not loaded with this session: build it (make install)")
     log.mark()
     total, count = lh.read(TABLE).agg(F.sum("balance"), F.count(F.lit(1))).collect()[0]

@@ -270,7 +270,8 @@ class RowWrites:
     def _upsert_key_range(self, state: TableState, new: DataFrame, key: list[str]) -> tuple | None:
         """(column id, low, high) of the upsert's keys on the table's first key column, when the table has enough
         files with a recorded range of it (_PRUNED_FILES) for reading only those that can hold the keys to pay
-        for the query that finds the range (on the cached new rows); else None: every file is read."""
+        for the query that finds the range (on the cached new rows, which it fills); else None: every file is
+        read."""
         if not state.primary_key or key[0].lower() != state.primary_key[0].lower():
             return None
         column = self._schema(state).column(key[0])
@@ -278,7 +279,12 @@ class RowWrites:
                      if s.key_column == column.id)
         if ranged < int(os.environ.get(UPSERT_RANGE_FILES_ENV) or _PRUNED_FILES):
             return None
-        low, high = new.agg(F.min(quote(column.name)), F.max(quote(column.name))).first()
+        # Observed as the rows fill their cache (a write to Spark's no-op sink): one job of the new rows'
+        # tasks, where an aggregate's first() runs three (its shuffle's stage, the result, and AQE's re-plan).
+        observed = Observation()
+        (new.observe(observed, F.min(quote(column.name)).alias("low"), F.max(quote(column.name)).alias("high"))
+         .write.format("noop").mode("overwrite").save())
+        low, high = observed.get["low"], observed.get["high"]
         return None if low is None else (column.id, low, high)
 
     @staticmethod

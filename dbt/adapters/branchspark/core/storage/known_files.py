@@ -1,12 +1,16 @@
 """Reads of the files the catalog names, with the sizes it recorded: no request before a file is opened.
 
 Spark's Parquet source, given paths, checks that each exists, lists it and (with a basePath) looks up that
-folder: on S3 two or three HEADs and a LIST per file, before the GETs that read it. The catalog already knows
-every file of a segment or tombstone and its size (catalog revision 0004), so branchspark's own source
-(`jvm/KnownFiles.java`) hands Spark those statuses and the partition values their folders name, and the read
-costs only its GETs. On S3 the file's ETag too (revision 0007, as the store answered its upload): S3A's analytics
-stream sends a HEAD for it the first time a process opens an object it does not know the ETag of. Used on object storage when branchspark's jar is on the session's class path; files
-without a recorded size (older catalogs) and other sessions read as before.
+folder: on S3 two or three HEADs and a LIST per file, before the GETs that read it; on any file system, from 32
+paths on, a Spark job that lists them in parallel (`spark.sql.sources.parallelPartitionDiscovery.threshold`).
+The catalog already knows every file of a segment or tombstone and its size (catalog revision 0004), so
+branchspark's own source (`jvm/KnownFiles.java`) hands Spark those statuses and the partition values their
+folders name, and the read costs only its GETs. On S3 the file's ETag too (revision 0007, as the store
+answered its upload): S3A's analytics stream sends a HEAD for it the first time a process opens an object it
+does not know the ETag of. Used wherever branchspark's jar is on the session's class path,
+local warehouses too: a table of 40 one-row segments built its DataFrame in 0.05 s against 0.47-0.56 s, and
+counted in 0.21 s against 0.45-0.61 s (2026-12-03, bench/known_files_reads.py). Files without a recorded size
+(older catalogs) and other sessions read as before.
 """
 from __future__ import annotations
 
@@ -20,10 +24,10 @@ FORMAT = "branchspark.KnownFiles"
 _FILES_OPTION = "branchspark.files"
 
 
-def usable(spark: SparkSession, on_object_store: bool) -> bool:
-    """Whether reads on this session go through the known-files source: on object storage (where a lookup is
-    a request), with our jar loaded with the session (the extension's expression shows it is)."""
-    return on_object_store and deletion_vectors.jar_loaded(spark)
+def usable(spark: SparkSession) -> bool:
+    """Whether reads on this session go through the known-files source: with our jar loaded with the session
+    (the extension's expression shows it is)."""
+    return deletion_vectors.jar_loaded(spark)
 
 
 def load(reader: DataFrameReader, paths: list[str], sizes: dict[str, int] | None,

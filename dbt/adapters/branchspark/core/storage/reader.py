@@ -245,7 +245,7 @@ class TableReader:
         that no file is looked up before it is opened (known_files.py); else as `plain()` reads them (default:
         Spark's Parquet source)."""
         sizes = etags = None
-        if known_files.usable(self.spark, self.warehouse.on_object_store):
+        if known_files.usable(self.spark):
             sizes = {self.warehouse.uri(f"{s.path}/{name}"): size for s in segments
                      for name, size in zip(s.files, s.file_sizes)}
             etags = _etags(self.warehouse, segments)
@@ -254,7 +254,7 @@ class TableReader:
     def _load_tombstones(self, reader, tombstones: list[TombstoneInfo]) -> DataFrame:
         """`reader` reading the files of `tombstones`: named, with their sizes, where the catalog recorded them,
         else their folders."""
-        if known_files.usable(self.spark, self.warehouse.on_object_store) and all(t.file_sizes for t in tombstones):
+        if known_files.usable(self.spark) and all(t.file_sizes for t in tombstones):
             sizes = {self.warehouse.uri(f"{t.path}/{name}"): size for t in tombstones
                      for name, size in zip(t.files, t.file_sizes)}
             return known_files.load(reader, list(sizes), sizes, etags=_etags(self.warehouse, tombstones))

@@ -22,6 +22,7 @@ import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
 import org.apache.spark.sql.execution.datasources.InMemoryFileIndex;
 import org.apache.spark.sql.execution.datasources.PartitionPath;
 import org.apache.spark.sql.execution.datasources.PartitionSpec;
+import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat;
 import org.apache.spark.sql.sources.BaseRelation;
 import org.apache.spark.sql.sources.SchemaRelationProvider;
 import org.apache.spark.sql.types.StructField;
@@ -39,7 +40,7 @@ import scala.jdk.javaapi.CollectionConverters;
  * recorded the file's ETag (S3A then opens it with no lookup at all); {@code basePath} (optional, as Spark's
  * source takes it): the folder whose {@code name=value} subfolders give the partition columns named in the
  * schema. Reads as
- * {@link SegmentParquetFormat} (so its deletion-vector option applies).
+ * {@link SegmentParquetFormat} where its deletion-vector option is given, else as Spark's Parquet source.
  */
 public class KnownFiles implements SchemaRelationProvider {
   public static final String FILES_OPTION = "branchspark.files";
@@ -101,8 +102,12 @@ public class KnownFiles implements SchemaRelationProvider {
         CollectionConverters.asScala(options));
     InMemoryFileIndex index = new InMemoryFileIndex(session, CollectionConverters.asScala(roots).toList(), kept,
         Option.apply(schema), new Known(known), Option.apply(spec), Option.empty());
+    // Deletion vectors and ETags need our Parquet source; without them Spark's own reads the files (its plans
+    // name it as the paths' reads do, and it reads every column type in batches).
+    ParquetFileFormat format = options.containsKey(SegmentParquetFormat.VECTORS_OPTION) || !etags.isEmpty()
+        ? new SegmentParquetFormat(etags) : new ParquetFileFormat();
     return new HadoopFsRelation(index, spec.partitionColumns(), new StructType(data.toArray(new StructField[0])),
-        Option.empty(), new SegmentParquetFormat(etags), kept, session);
+        Option.empty(), format, kept, session);
   }
 
   /** The partitions of `files`: the `name=value` folders between `base` and each file, for the columns of
