@@ -40,7 +40,7 @@ import scala.jdk.javaapi.CollectionConverters;
  * recorded the file's ETag (S3A then opens it with no lookup at all); {@code basePath} (optional, as Spark's
  * source takes it): the folder whose {@code name=value} subfolders give the partition columns named in the
  * schema. Reads as
- * {@link SegmentParquetFormat} where its deletion-vector option is given, else as Spark's Parquet source.
+ * {@link SegmentParquetFormat} where its deletion-vector option or an ETag is given, else as Spark's source.
  */
 public class KnownFiles implements SchemaRelationProvider {
   public static final String FILES_OPTION = "branchspark.files";
