@@ -35,6 +35,7 @@ from ..catalog.tombstones import TombstoneInfo
 from ..storage.difference import NEW, OLD, SIDE, unpaired
 from ..storage import deletion_vectors
 from ..storage.layout import SEGMENT_COLUMN, Warehouse
+from ..storage.projection import select_sql
 from ..storage.reader import (
     ROW_FILE,
     ROW_POS,
@@ -147,7 +148,7 @@ class DeltaReader:
         partial = state.evolve(segments=tuple(segment_ids), tombstones=tuple(t.id for t in tombstones),
                                schema_id=written.id)
         rows = self.reader.read(partial, with_row_ids=True)
-        return rows.select(*[project_column(written, c) for c in self.target.columns], *IDENTITY)
+        return select_sql(rows, [*(project_column(written, c) for c in self.target.columns), *IDENTITY])
 
     def _with_target_columns(self, state: TableState) -> Schema:
         """`state`'s schema, plus the target's columns it lacks (a column it dropped that the target has): its
@@ -220,7 +221,7 @@ class DeltaReader:
         if (len(tombstones) > 1 or len(parts) > 1) and by_identity:
             images = images.dropDuplicates(list(IDENTITY))
         images = self._with_dropped_values(holder, images, tombstones, located)
-        return images.selectExpr(*[quote(c.name) for c in self.target.columns], *IDENTITY)
+        return select_sql(images, [*(quote(c.name) for c in self.target.columns), *IDENTITY])
 
     def _may_overlap(self, tombstones: list[TombstoneInfo], others: list[TombstoneInfo]) -> bool:
         """Whether a row `tombstones` name may be one `others` deleted already. Both are tombstone files, as many

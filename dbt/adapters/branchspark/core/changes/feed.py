@@ -21,6 +21,7 @@ from pyspark.sql import types as T
 
 from ..catalog.commits import CommitInfo
 from ..context import WriteContext
+from ..storage.projection import select_sql
 from ..storage.reader import quote
 from .delta import DeltaReader
 from .versions import ChangeRange
@@ -92,4 +93,4 @@ class ChangeFeed:
         return all(a < b for a, b in zip(keys, keys[1:]))
 
     def _labelled(self, rows: DataFrame, commit: CommitInfo, change_type: str) -> DataFrame:
-        return rows.selectExpr(*[quote(name) for name in self.columns], *metadata_columns(commit, change_type))
+        return select_sql(rows, [*(quote(name) for name in self.columns), *metadata_columns(commit, change_type)])

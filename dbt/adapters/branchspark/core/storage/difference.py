@@ -18,6 +18,7 @@ from pyspark.sql import types as T
 from ..catalog.tombstones import TombstoneSummary
 from ..connect import is_connect
 from .layout import SEGMENT_COLUMN
+from .projection import select_sql
 from .reader import ROW_FILE, ROW_ID_COLUMNS, ROW_POS, quote
 
 SIDE = "_bs_side"  # 0: an old row the write removes; 1: a new row it adds
@@ -96,8 +97,8 @@ def difference(old: DataFrame, new: DataFrame, columns: list[str], key: list[str
         return None
     names = [quote(c) for c in columns]
     missing = [f"CAST(NULL AS {schema[c].dataType.simpleString()}) AS {c}" for c in ROW_ID_COLUMNS]
-    return _unpaired(old.selectExpr(*names, *ROW_ID_COLUMNS), new.selectExpr(*names, *missing), values,
-                     [SEGMENT_COLUMN, ROW_FILE, ROW_POS], [quote(k) for k in key or ()])
+    return _unpaired(old, new, values, [SEGMENT_COLUMN, ROW_FILE, ROW_POS], [quote(k) for k in key or ()],
+                     old_columns=[*names, *ROW_ID_COLUMNS], new_columns=[*names, *missing])
 
 
 def unpaired(old: DataFrame, new: DataFrame, columns: list[str], order: list[str]) -> DataFrame | None:
@@ -108,9 +109,11 @@ def unpaired(old: DataFrame, new: DataFrame, columns: list[str], order: list[str
     return None if any(v is None for v in values) else _unpaired(old, new, values, order)
 
 
-def _unpaired(old: DataFrame, new: DataFrame, values: list[str], order: list[str], key: list[str] = ()
-              ) -> DataFrame:
-    rows = old.selectExpr("*", f"{OLD} AS {SIDE}").unionByName(new.selectExpr("*", f"{NEW} AS {SIDE}"))
+def _unpaired(old: DataFrame, new: DataFrame, values: list[str], order: list[str], key: list[str] = (),
+              old_columns: list[str] = ("*",), new_columns: list[str] = ("*",)) -> DataFrame:
+    # Each side projected once, its label with its columns: every projection is a plan Spark analyzes.
+    rows = select_sql(old, [*old_columns, f"{OLD} AS {SIDE}"]).unionByName(
+        select_sql(new, [*new_columns, f"{NEW} AS {SIDE}"]))
     if _fits_one_task(rows):
         rows = rows.coalesce(1)  # one partition is clustered by anything: no shuffle follows
     elif key:  # rows clustered by key are clustered by value too (the key is part of the value)

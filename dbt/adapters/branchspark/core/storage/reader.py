@@ -29,6 +29,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from . import deleted_keys, deletion_vectors, known_files
+from .projection import select_sql, type_sql
 from ..catalog.schema import Schema
 from ..catalog.state import SegmentInfo, SegmentKind, TableState
 from ..catalog.tombstones import TombstoneInfo
@@ -127,7 +128,7 @@ class TableReader:
                     if deleted is None:
                         deleted = self._deleted_rows(table, schema, tombstones)
                     rows = self._anti_join(table, rows, deleted, compacted=False)
-                parts.append(rows.drop(*_JOIN_COLUMNS))
+                parts.append(rows.drop(*_JOIN_COLUMNS) if targeted else rows)
                 continue
             if targeted and not compacted and not table.primary_key:
                 per_file = self._targeted_anti_join(table, group, self.lookup.schema(schema_id), schema, tombstones,
@@ -143,7 +144,8 @@ class TableReader:
                 if deleted is None:
                     deleted = self._deleted_rows(table, schema, tombstones)
                 rows = self._anti_join(table, rows, deleted, compacted)
-            parts.append(rows.drop(*_JOIN_COLUMNS))
+            # Only a targeted group's rows carry the join columns (a drop is one more plan to analyze).
+            parts.append(rows.drop(*_JOIN_COLUMNS) if targeted else rows)
         return _union(parts)
 
     def read_segments(self, table: TableState, schema: Schema, segments: list[SegmentInfo]) -> DataFrame:
@@ -161,27 +163,25 @@ class TableReader:
                        T.StructField(ROW_SEQ, T.LongType())]
         raw = self._load(self._reader(table, segments, fields, join_ids or row_ids), self._paths(segments), segments)
         columns = [project_column(written, c) for c in target.columns]
-        # SQL text: F.expr costs one JVM call, a Column built with F.col several (about 3 ms each here).
         if join_ids:
             # Only columns that cost nothing per row: the raw file path and row index, and the segment
             # (a partition value). Everything derived is computed on the small tombstone side.
             if keyed and compacted:
-                columns.append(F.expr(f"lpad(CAST({ROW_SEQ} AS STRING), {SEQ_DIGITS}, '0') AS {_J_ORDER}"))
+                columns.append(f"lpad(CAST({ROW_SEQ} AS STRING), {SEQ_DIGITS}, '0') AS {_J_ORDER}")
             elif keyed:
-                columns.append(F.expr(f"substring({SEGMENT_COLUMN}, 2, {SEQ_DIGITS}) AS {_J_ORDER}"))
+                columns.append(f"substring({SEGMENT_COLUMN}, 2, {SEQ_DIGITS}) AS {_J_ORDER}")
             elif compacted:
-                columns += [F.expr(f"{ROW_FILE} AS {_J_FILE}"), F.expr(f"{ROW_POS} AS {_J_POS}")]
+                columns += [f"{ROW_FILE} AS {_J_FILE}", f"{ROW_POS} AS {_J_POS}"]
             else:
-                columns += [F.expr(f"_metadata.file_path AS {_J_FILE}"), F.expr(f"_metadata.row_index AS {_J_POS}")]
+                columns += [f"_metadata.file_path AS {_J_FILE}", f"_metadata.row_index AS {_J_POS}"]
         if row_ids:
             if compacted:
-                columns += [F.expr(n) for n in (SEGMENT_COLUMN, ROW_FILE, ROW_POS, ROW_SEQ)]
+                columns += [SEGMENT_COLUMN, ROW_FILE, ROW_POS, ROW_SEQ]
             else:
-                columns += [F.expr(SEGMENT_COLUMN),
-                            F.expr(f"substring_index(_metadata.file_path, '/{SEGMENT_COLUMN}=', -1) AS {ROW_FILE}"),
-                            F.expr(f"_metadata.row_index AS {ROW_POS}"),
-                            F.expr(f"CAST(substring({SEGMENT_COLUMN}, 2, {SEQ_DIGITS}) AS BIGINT) AS {ROW_SEQ}")]
-        return raw.select(*columns)
+                columns += [SEGMENT_COLUMN, f"substring_index(_metadata.file_path, '/{SEGMENT_COLUMN}=', -1) AS {ROW_FILE}",
+                            f"_metadata.row_index AS {ROW_POS}",
+                            f"CAST(substring({SEGMENT_COLUMN}, 2, {SEQ_DIGITS}) AS BIGINT) AS {ROW_SEQ}"]
+        return select_sql(raw, columns)
 
     def read_borrowed(self, segments: list[SegmentInfo], written: Schema) -> DataFrame:
         """Every row of these external segments' files (an import's, where the source keeps them) in `written`,
@@ -196,13 +196,13 @@ class TableReader:
         raw = _union([self._external_scan(segment, written) for segment in segments])
         columns = [project_column(written, c) for c in target.columns]
         if join_ids and keyed:
-            columns.append(F.expr(f"substring({SEGMENT_COLUMN}, 2, {SEQ_DIGITS}) AS {_J_ORDER}"))
+            columns.append(f"substring({SEGMENT_COLUMN}, 2, {SEQ_DIGITS}) AS {_J_ORDER}")
         elif join_ids:
-            columns += [F.expr(f"{_B_FILE} AS {_J_FILE}"), F.expr(f"{_B_POS} AS {_J_POS}")]
+            columns += [f"{_B_FILE} AS {_J_FILE}", f"{_B_POS} AS {_J_POS}"]
         if row_ids:
-            columns += [F.expr(SEGMENT_COLUMN), F.expr(f"{_B_FILE} AS {ROW_FILE}"), F.expr(f"{_B_POS} AS {ROW_POS}"),
-                        F.expr(f"CAST(substring({SEGMENT_COLUMN}, 2, {SEQ_DIGITS}) AS BIGINT) AS {ROW_SEQ}")]
-        return raw.select(*columns)
+            columns += [SEGMENT_COLUMN, f"{_B_FILE} AS {ROW_FILE}", f"{_B_POS} AS {ROW_POS}",
+                        f"CAST(substring({SEGMENT_COLUMN}, 2, {SEQ_DIGITS}) AS BIGINT) AS {ROW_SEQ}"]
+        return select_sql(raw, columns)
 
     def _external_scan(self, segment: SegmentInfo, written: Schema) -> DataFrame:
         """One external segment's files with every column of `written` (partition columns from the catalog), its
@@ -302,7 +302,7 @@ class TableReader:
         """A plain scan of `paths` (files of `segments`), projected onto `target`, without the rows
         `vectors` (deletion vectors) delete."""
         fields = [T.StructField(c.name, c.data_type, True) for c in written.columns]
-        position = F.col("_metadata.row_index")
+        position = "_metadata.row_index"
         reader = self._reader(table, segments, fields, row_ids)
         if vectors is not None and not (with_pos or row_ids) and deletion_vectors.scan_leaves_out_deleted(self.spark, fields):
             # Our Parquet source leaves the deleted rows out as it reads: no position column, no filter.
@@ -313,20 +313,19 @@ class TableReader:
                 # Only the position is needed: read it as a plain column of the scan (Spark refuses it beside
                 # `_metadata`), which skips building the `_metadata` struct for every row.
                 fields.append(T.StructField(deletion_vectors.ROW_INDEX, T.LongType()))
-                position = F.col(deletion_vectors.ROW_INDEX)
+                position = deletion_vectors.ROW_INDEX
                 reader = self._reader(table, segments, fields, row_ids)
-            raw = deletion_vectors.without_deleted(self._load(reader, paths, segments), position, vectors)
+            raw = deletion_vectors.without_deleted(self._load(reader, paths, segments), F.col(position), vectors)
         else:
             raw = self._load(reader, paths, segments)
         columns = [project_column(written, c) for c in target.columns]
         if with_pos:
-            columns += [position.alias(_J_POS), F.col("_metadata.file_path").alias(_J_FILE)]
+            columns += [f"{position} AS {_J_POS}", f"_metadata.file_path AS {_J_FILE}"]
         if row_ids:
-            columns += [F.col(SEGMENT_COLUMN),
-                        F.substring_index(F.col("_metadata.file_path"), f"/{SEGMENT_COLUMN}=", -1).alias(ROW_FILE),
-                        position.alias(ROW_POS),
-                        F.substring(F.col(SEGMENT_COLUMN), 2, SEQ_DIGITS).cast("long").alias(ROW_SEQ)]
-        return raw.select(*columns)
+            columns += [SEGMENT_COLUMN, f"substring_index(_metadata.file_path, '/{SEGMENT_COLUMN}=', -1) AS {ROW_FILE}",
+                        f"{position} AS {ROW_POS}",
+                        f"CAST(substring({SEGMENT_COLUMN}, 2, {SEQ_DIGITS}) AS BIGINT) AS {ROW_SEQ}"]
+        return select_sql(raw, columns)
 
     # ----------------------------------------------------------- tombstones
     def read_tombstones(self, table: TableState, tombstones: list[TombstoneInfo], target: Schema,
@@ -346,8 +345,8 @@ class TableReader:
             columns = [project_column(written, c) for c in target.columns] if with_image else []
             if not with_image and table.primary_key:
                 columns = [project_column(written, target.column(k)) for k in table.primary_key]
-            columns += [F.expr(n) for n in (SEGMENT_COLUMN, ROW_FILE, ROW_POS, ROW_SEQ, TOMB_SEQ)]
-            parts.append(raw.select(*columns))
+            columns += [SEGMENT_COLUMN, ROW_FILE, ROW_POS, ROW_SEQ, TOMB_SEQ]
+            parts.append(select_sql(raw, columns))
         return _union(parts)
 
     def read_keys(self, table: TableState, segments: list[SegmentInfo], tombstones: list[TombstoneInfo],
@@ -373,7 +372,7 @@ class TableReader:
                                      self._paths(group), group)
                 else:
                     raw = self._load_tombstones(self.spark.read.schema(fields), group)
-                parts.append(raw.select(*[project_column(written, k) for k in keys]))
+                parts.append(select_sql(raw, [project_column(written, k) for k in keys]))
         if not parts:
             return self.spark.createDataFrame([], T.StructType([T.StructField(k.name, k.data_type) for k in keys]))
         return _union(parts)
@@ -452,16 +451,16 @@ def external_uri(segment: SegmentInfo, name: str) -> str:
     return f"{segment.path}/{name}"
 
 
-def project_column(written: Schema, column):
-    """`column` of the current schema, as read from a file written with schema `written`. A column read as
-    it was written is SQL text: F.expr costs one JVM call, F.col(...).alias(...) several."""
+def project_column(written: Schema, column) -> str:
+    """`column` of the current schema, as read from a file written with schema `written`: SQL text for
+    select_sql (projection.py). A column the file lacks reads as its default, or NULL."""
     source = written.source_of(column)
     if source is None:
-        value = F.expr(column.default) if column.default is not None else F.lit(None)
-        return value.cast(column.data_type).alias(column.name)
+        value = f"({column.default})" if column.default is not None else "NULL"
+        return f"CAST({value} AS {type_sql(column.data_type)}) AS {quote(column.name)}"
     if source.type_json != column.type_json:
-        return F.col(quote(source.name)).cast(column.data_type).alias(column.name)
-    return F.expr(f"{quote(source.name)} AS {quote(column.name)}")
+        return f"CAST({quote(source.name)} AS {type_sql(column.data_type)}) AS {quote(column.name)}"
+    return f"{quote(source.name)} AS {quote(column.name)}"
 
 
 def _union(parts: list[DataFrame]) -> DataFrame:
