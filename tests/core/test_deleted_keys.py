@@ -178,3 +178,28 @@ def test_the_feed_of_a_commit_needs_no_join_unless_it_deletes_a_row_again(lh, sp
     join_only()
     assert [feed_rows(feed(lh, name, heads[3], heads[2])), feed_rows(feed(lh, name, heads[-1], heads[0])),
             feed_rows(feed(lh, name, before_merge, after_merge))] == got
+
+
+@needs_jdk
+def test_the_key_table_and_its_filter_find_every_key_and_no_other(spark):
+    """DeletedKeys.java directly: a filter in front of the key table answers most probes; every deleted key
+    (the extremes of a long among them, and Long.MIN_VALUE, which is also the table's empty mark) still finds
+    its newest sequence, and keys next to them, or whose filter bits collide, find none."""
+    if not hasattr(spark, "_jvm"):
+        pytest.skip("reaches the JVM's classes directly: not through Spark Connect")
+    import random
+    import struct
+    chooser = random.Random(72)
+    extremes = [-(2 ** 63), 2 ** 63 - 1, 0, -1, 1]
+    keys = sorted(set(extremes + [chooser.randrange(-(2 ** 63), 2 ** 63) for _ in range(3000)]
+                      + list(range(10_000, 12_000, 3))))
+    newest = {key: chooser.randrange(1, 10 ** 9) for key in keys}
+    encoded = (struct.pack(">i", len(keys)) + b"".join(struct.pack(">q", k) for k in keys)
+               + b"".join(struct.pack(">q", newest[k]) for k in keys))
+    table = spark._jvm.branchspark.DeletedKeys(bytearray(encoded))
+    none = spark._jvm.branchspark.DeletedKeys.NONE
+    probes = extremes + chooser.sample(keys, 200) + list(range(9_990, 10_300)) + [k + 1 for k in chooser.sample(keys, 200)]
+    probes += [-(2 ** 63) + 1, 2 ** 63 - 2]
+    for key in probes:
+        assert table.newestTombstone(key) == newest.get(key, none), key
+    assert spark._jvm.branchspark.DeletedKeys(bytearray(struct.pack(">i", 0))).newestTombstone(-(2 ** 63)) == none

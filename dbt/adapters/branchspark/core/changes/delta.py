@@ -51,6 +51,7 @@ from .versions import Step
 from ..operations import ROW_OPS, Op
 
 IDENTITY = (ROW_FILE, ROW_POS)  # a row's identity: stable across compaction, unique per written row
+INSERT, DELETE = "insert", "delete"  # the change types; 'delete' < 'insert': sorting by type puts deletes first
 # Up to this many tombstone rows, whether a commit's tombstones delete a row again is decided on the driver.
 _DRIVER_IDENTITIES = 1_000_000
 ROW_CHANGING_OPS = ROW_OPS | {Op.CREATE, Op.DROP}
@@ -58,10 +59,12 @@ ROW_CHANGING_OPS = ROW_OPS | {Op.CREATE, Op.DROP}
 
 @dataclass(frozen=True)
 class StepDelta:
-    """Deletes and inserts of one commit: the target schema's columns plus IDENTITY (None: no rows)."""
+    """Deletes and inserts of one commit: the target schema's columns plus IDENTITY (None: no rows); a side
+    named in `labelled` has the caller's labels in place of IDENTITY (DeltaReader.delta)."""
 
     deletes: DataFrame | None
     inserts: DataFrame | None
+    labelled: frozenset = frozenset()
 
 
 def _rewrites(step: Step) -> bool:
@@ -86,10 +89,12 @@ class DeltaReader:
         self.target = target
         self.dropped_values = dropped_values
 
-    def delta(self, step: Step, by_identity: bool = True) -> StepDelta:
+    def delta(self, step: Step, by_identity: bool = True, labels: dict[str, list[str]] | None = None) -> StepDelta:
         """The rows `step` deleted and inserted. `by_identity`: each row once even when several tombstones
         delete it; a caller that pairs rows by primary key (where such copies are the same row) may skip
-        that shuffle."""
+        that shuffle. `labels`, {"delete" | "insert": SQL text}: where a side is one read with nothing done
+        to it after (the common commit: one segment added, one tombstone), that read's projection takes
+        these in place of IDENTITY (a projection less for Spark to analyze; `labelled` names the side)."""
         if step.after is None or only_compaction(step):
             return StepDelta(None, None)
         after = step.after
@@ -102,12 +107,21 @@ class DeltaReader:
         tombs_added = [t for t in after.tombstones if t not in tombs_before]
         tombs_removed = [t for t in before.tombstones if t not in tombs_after]
 
-        inserts = [self._live_rows(after, added)] if added else []
-        deletes = [self._live_rows(before, removed)] if removed else []
+        # Which sides are final as read: one part, and none of the steps below applies to it.
+        paired = self._has_compacted(added + removed) or len(step.commit.parents) > 1 or _rewrites(step)
+        final = set()
+        if labels and not paired:
+            if bool(added) + bool(tombs_removed) == 1 and not (len(tombs_removed) > 1 and by_identity):
+                final.add(INSERT)
+            if bool(removed) + bool(tombs_added) == 1 and not (len(tombs_added) + bool(removed) > 1 and by_identity):
+                final.add(DELETE)
+        own = {side: labels[side] if side in final else None for side in (INSERT, DELETE)}
+        inserts = [self._live_rows(after, added, own[INSERT])] if added else []
+        deletes = [self._live_rows(before, removed, own[DELETE])] if removed else []
         if tombs_added:
-            deletes.append(self._tombstoned_rows(after, tombs_added, shared, before, by_identity))
+            deletes.append(self._tombstoned_rows(after, tombs_added, shared, before, by_identity, own[DELETE]))
         if tombs_removed:
-            inserts.append(self._tombstoned_rows(before, tombs_removed, shared, after, by_identity))
+            inserts.append(self._tombstoned_rows(before, tombs_removed, shared, after, by_identity, own[INSERT]))
         inserts, deletes = [d for d in inserts if d is not None], [d for d in deletes if d is not None]
 
         insert_df, delete_df = _union(inserts), _union(deletes)
@@ -121,7 +135,7 @@ class DeltaReader:
                                     delete_df.join(insert_df.select(*IDENTITY), list(IDENTITY), "left_anti"))
         if insert_df is not None and delete_df is not None and (len(step.commit.parents) > 1 or _rewrites(step)):
             delete_df, insert_df = self._without_unchanged(after, delete_df, insert_df)
-        return StepDelta(delete_df, insert_df)
+        return StepDelta(delete_df, insert_df, frozenset(final))
 
     def _without_unchanged(self, after: TableState, deletes: DataFrame, inserts: DataFrame):
         """A merge commit brings the other side's deletion and new image of a row whose values, in the columns
@@ -140,15 +154,16 @@ class DeltaReader:
         return (changed.where(f"{SIDE} = {OLD}").drop(SIDE), changed.where(f"{SIDE} = {NEW}").drop(SIDE))
 
     # ------------------------------------------------------------ segments
-    def _live_rows(self, state: TableState, segment_ids: list[str]) -> DataFrame:
-        """Rows of `segment_ids` that are live in `state`, reading only those segments."""
+    def _live_rows(self, state: TableState, segment_ids: list[str], labels: list[str] | None = None) -> DataFrame:
+        """Rows of `segment_ids` that are live in `state`, reading only those segments; with `labels` in place
+        of IDENTITY when given."""
         segments = self.lookup.segment_infos(segment_ids)
         tombstones = self._tombstones_touching(state, segments)
         written = self._with_target_columns(state)
         partial = state.evolve(segments=tuple(segment_ids), tombstones=tuple(t.id for t in tombstones),
                                schema_id=written.id)
         rows = self.reader.read(partial, with_row_ids=True)
-        return select_sql(rows, [*(project_column(written, c) for c in self.target.columns), *IDENTITY])
+        return select_sql(rows, [*(project_column(written, c) for c in self.target.columns), *(labels or IDENTITY)])
 
     def _with_target_columns(self, state: TableState) -> Schema:
         """`state`'s schema, plus the target's columns it lacks (a column it dropped that the target has): its
@@ -185,9 +200,10 @@ class DeltaReader:
 
     # ---------------------------------------------------------- tombstones
     def _tombstoned_rows(self, holder: TableState, tombstone_ids: list[str], shared: list[str],
-                         still_deleted_in: TableState, by_identity: bool = True) -> DataFrame | None:
+                         still_deleted_in: TableState, by_identity: bool = True, labels: list[str] | None = None
+                         ) -> DataFrame | None:
         """Images of rows that `tombstone_ids` delete, for rows in a `shared` segment that
-        `still_deleted_in` does not delete itself.
+        `still_deleted_in` does not delete itself; with `labels` in place of IDENTITY when given.
 
         A tombstone names the segment its rows sat in when it was written. Where that segment is not shared
         (a merge brought the tombstone onto a branch that has since compacted those rows), its rows are
@@ -204,8 +220,15 @@ class DeltaReader:
         images = self.reader.read_tombstones(holder, tombstones, self.target, with_image=True)
         parts = []
         if located:
-            places = ", ".join(f"'{key}'" for key in sorted({_location_key(s) for s in located}))
-            parts.append(images.where(f"{_LOCATION} IN ({places})"))
+            places = {_location_key(s) for s in located}
+            if (not moved_to and groups <= places and not holder.partition_by
+                    and all(_location_key(s) == segment_group(s) for s in located)):
+                # An image's location is then its group, which is one the tombstones name and a located
+                # segment is: the filter would keep every image (and costs a plan to analyze).
+                parts.append(images)
+            else:
+                listed = ", ".join(f"'{key}'" for key in sorted(places))
+                parts.append(images.where(f"{_LOCATION} IN ({listed})"))
         if moved_to:
             stored = self.reader.read(holder.evolve(segments=tuple(s.id for s in moved_to), tombstones=()),
                                       with_row_ids=True)
@@ -221,7 +244,7 @@ class DeltaReader:
         if (len(tombstones) > 1 or len(parts) > 1) and by_identity:
             images = images.dropDuplicates(list(IDENTITY))
         images = self._with_dropped_values(holder, images, tombstones, located)
-        return select_sql(images, [*(quote(c.name) for c in self.target.columns), *IDENTITY])
+        return select_sql(images, [*(quote(c.name) for c in self.target.columns), *(labels or IDENTITY)])
 
     def _may_overlap(self, tombstones: list[TombstoneInfo], others: list[TombstoneInfo]) -> bool:
         """Whether a row `tombstones` name may be one `others` deleted already. Both are tombstone files, as many

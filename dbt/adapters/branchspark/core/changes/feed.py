@@ -23,12 +23,11 @@ from ..catalog.commits import CommitInfo
 from ..context import WriteContext
 from ..storage.projection import select_sql
 from ..storage.reader import quote
-from .delta import DeltaReader
+from .delta import DELETE, INSERT, DeltaReader
 from .versions import ChangeRange
 
 CHANGE_TYPE, COMMIT_ID, COMMIT_TS, COMMIT_SEQ = "_change_type", "_commit_id", "_commit_ts", "_commit_seq"
 METADATA_COLUMNS = (CHANGE_TYPE, COMMIT_ID, COMMIT_TS, COMMIT_SEQ)
-INSERT, DELETE = "insert", "delete"  # 'delete' < 'insert': sorting by type puts deletes first
 ORDER = (COMMIT_TS, COMMIT_SEQ, CHANGE_TYPE)
 _EPOCH = datetime(1970, 1, 1)
 
@@ -72,10 +71,11 @@ class ChangeFeed:
             yield self.plan.to_commit, INSERT, self._labelled(rows, self.plan.to_commit, INSERT)
             return
         for step in self.plan.steps:
-            delta = self.deltas.delta(step)
+            delta = self.deltas.delta(step, labels={kind: metadata_columns(step.commit, kind) for kind in (DELETE, INSERT)})
             for change_type, rows in ((DELETE, delta.deletes), (INSERT, delta.inserts)):
                 if rows is not None:
-                    yield step.commit, change_type, self._labelled(rows, step.commit, change_type)
+                    yield step.commit, change_type, (rows if change_type in delta.labelled
+                                                     else self._labelled(rows, step.commit, change_type))
 
     def frame(self) -> DataFrame:
         """Every change of the range as one lazy plan, in feed order (see the module doc)."""
