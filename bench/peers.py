@@ -11,7 +11,8 @@ in bench/peers_side.py under .venv-peers (pyspark 4.1 with Iceberg's runtime 1.1
 rotating per round, so all sides share the machine's load alike; medians of `--repeats` rounds, after
 `--warmup` untimed rounds (1) of the upsert, changes and scan steps: a side's first run of a step loads and
 compiles its code paths (quiet, at 1M rows: branchspark's first upsert in a fresh process 2.4 s, its third
-0.8 s; Iceberg merge-on-read's 1.45 s and 1.32 s), which a long-lived session or engine pays once. Each round's time is printed.
+0.8 s; Iceberg merge-on-read's 1.45 s and 1.32 s), which a long-lived session or engine pays once. Each
+round's time is printed.
 
     upsert      `--changed` rows with new amounts, spread over the table: branchspark's upsert on the key (what
                 dbt's `merge` incremental strategy runs) against MERGE INTO on Delta (deletion vectors on, as

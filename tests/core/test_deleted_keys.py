@@ -198,7 +198,8 @@ def test_the_key_table_and_its_filter_find_every_key_and_no_other(spark):
                + b"".join(struct.pack(">q", newest[k]) for k in keys))
     table = spark._jvm.branchspark.DeletedKeys(bytearray(encoded))
     none = spark._jvm.branchspark.DeletedKeys.NONE
-    probes = extremes + chooser.sample(keys, 200) + list(range(9_990, 10_300)) + [k + 1 for k in chooser.sample(keys, 200)]
+    probes = (extremes + chooser.sample(keys, 200) + list(range(9_990, 10_300))
+              + [k + 1 for k in chooser.sample(keys, 200)])
     probes += [-(2 ** 63) + 1, 2 ** 63 - 2]
     for key in probes:
         assert table.newestTombstone(key) == newest.get(key, none), key

@@ -71,7 +71,8 @@ class ChangeFeed:
             yield self.plan.to_commit, INSERT, self._labelled(rows, self.plan.to_commit, INSERT)
             return
         for step in self.plan.steps:
-            delta = self.deltas.delta(step, labels={kind: metadata_columns(step.commit, kind) for kind in (DELETE, INSERT)})
+            labels = {kind: metadata_columns(step.commit, kind) for kind in (DELETE, INSERT)}
+            delta = self.deltas.delta(step, labels=labels)
             for change_type, rows in ((DELETE, delta.deletes), (INSERT, delta.inserts)):
                 if rows is not None:
                     yield step.commit, change_type, (rows if change_type in delta.labelled

@@ -30,7 +30,8 @@ def select_sql(frame: DataFrame, expressions: list[str]) -> DataFrame:
     jvm = session._jvm
     known = _SPLITTERS.get(id(jvm))
     if known is None or known[0] is not jvm:
-        known = _SPLITTERS[id(jvm)] = (jvm, jvm.org.apache.commons.lang3.StringUtils.splitByWholeSeparatorPreserveAllTokens)
+        splitter = jvm.org.apache.commons.lang3.StringUtils.splitByWholeSeparatorPreserveAllTokens
+        known = _SPLITTERS[id(jvm)] = (jvm, splitter)
     splitter = known[1]
     expressions_array = splitter(_SEPARATOR.join(expressions), _SEPARATOR)
     return type(frame)(jdf.selectExpr(expressions_array), session)

@@ -178,7 +178,8 @@ class TableReader:
             if compacted:
                 columns += [SEGMENT_COLUMN, ROW_FILE, ROW_POS, ROW_SEQ]
             else:
-                columns += [SEGMENT_COLUMN, f"substring_index(_metadata.file_path, '/{SEGMENT_COLUMN}=', -1) AS {ROW_FILE}",
+                columns += [SEGMENT_COLUMN,
+                            f"substring_index(_metadata.file_path, '/{SEGMENT_COLUMN}=', -1) AS {ROW_FILE}",
                             f"_metadata.row_index AS {ROW_POS}",
                             f"CAST(substring({SEGMENT_COLUMN}, 2, {SEQ_DIGITS}) AS BIGINT) AS {ROW_SEQ}"]
         return select_sql(raw, columns)
