@@ -110,7 +110,9 @@ def snapshot_changes(warehouse: Warehouse, io: FileIO, snapshot: Snapshot | None
     deleted: dict[str, tuple[DataFileRef, np.ndarray]] = {}
     for relative in sorted(removed):
         rows = _footer(warehouse, relative).num_rows
-        doomed = np.setdiff1d(np.arange(rows, dtype=np.int64), gone.get(relative, np.empty(0, np.int64)))
+        still = np.ones(rows, dtype=bool)  # a mask, not a set difference: no sort of the file's positions
+        still[gone.get(relative, np.empty(0, np.int64))] = False
+        doomed = np.flatnonzero(still).astype(np.int64)
         if len(doomed):
             deleted[relative] = (refs[relative], doomed)
     for location in delete_files:
@@ -160,10 +162,17 @@ def _without_carried(warehouse: Warehouse, table: TableState, schema_of, deleted
     parts += [_values(warehouse, ref, positions, current, current) for ref, positions in new]
     both = pa.concat_tables(parts)
     old_rows = sum(len(p) for _, p in old)
-    key = np.zeros(both.num_rows, dtype=np.int64)
+    # A row's codes as digits of one number, renumbered densely (a sort) only where the next column's
+    # codes would overflow it and once at the end: one sort for a few columns, not one per column.
+    key, span = np.zeros(both.num_rows, dtype=np.int64), 1
     for column in both.columns:
         codes = pc.dictionary_encode(column.combine_chunks(), null_encoding="encode").indices.to_numpy(False)
-        key = np.unique(key * (int(codes.max(initial=0)) + 1) + codes, return_inverse=True)[1].astype(np.int64)
+        size = int(codes.max(initial=0)) + 1
+        if span * size >= 1 << 62:
+            key = np.unique(key, return_inverse=True)[1].astype(np.int64).reshape(-1)
+            span = int(key.max(initial=0)) + 1
+        key, span = key * size + codes, span * size
+    key = np.unique(key, return_inverse=True)[1].astype(np.int64).reshape(-1)
     old_key, new_key = key[:old_rows], key[old_rows:]
     size = int(key.max(initial=0)) + 1
     keep_old = _rank(old_key) < np.bincount(new_key, minlength=size)[old_key]  # an identical copy exists
@@ -209,7 +218,7 @@ def _values(warehouse: Warehouse, ref: DataFileRef, positions: np.ndarray, writt
         if source is not None and source.name in wanted:
             value = rows.column(source.name)
         elif source is not None and source.name in partition_values:
-            value = pa.array([partition_values[source.name]] * len(positions), pa.string())
+            value = deletes.repeated_text(partition_values[source.name], len(positions))
         else:
             value = pa.nulls(len(positions), target)
         columns[f"c{column.id}"] = value.cast(target)
@@ -305,22 +314,23 @@ def write_tombstones(warehouse: Warehouse, table: TableState, schema_of, deleted
                     value = rows.column(column.name)
                     columns[column.name] = value if target is None else value.cast(target)
                 elif column.name in ref.segment.partition_values:  # kept in the directory name, not the file
-                    value = pa.array([ref.segment.partition_values[column.name]] * len(positions), pa.string())
+                    value = deletes.repeated_text(ref.segment.partition_values[column.name], len(positions))
                     columns[column.name] = value.cast(target or pa.string())
                 else:
                     columns[column.name] = pa.nulls(len(positions), target or pa.string())
             name = segment_group(ref.segment)
-            columns[SEGMENT_COLUMN] = pa.array([name] * len(positions), pa.string())
+            columns[SEGMENT_COLUMN] = deletes.repeated_label(name, len(positions))
             if ref.segment.kind in STORED_IDENTITY_KINDS:
-                for hidden in (ROW_FILE, ROW_POS, ROW_SEQ):
+                for hidden in (ROW_POS, ROW_SEQ):
                     columns[hidden] = rows.column(hidden)
+                columns[ROW_FILE] = pc.dictionary_encode(rows.column(ROW_FILE).combine_chunks())
             else:
-                columns[ROW_FILE] = pa.array([ref.row_file] * len(positions), pa.string())
+                columns[ROW_FILE] = deletes.repeated_label(ref.row_file, len(positions))
                 columns[ROW_POS] = pa.array(positions, pa.int64())
                 columns[ROW_SEQ] = pa.array(np.full(len(positions), seq_of_segment_name(name), np.int64))
             columns[TOMB_SEQ] = pa.array(np.full(len(positions), seq, np.int64))
             part = pa.table(columns)
-            row_files.update(part.column(ROW_FILE).to_pylist())
+            row_files.update(pc.unique(part.column(ROW_FILE)).to_pylist())
             segments.add(name)
             parts.append(part)
         rows = pa.concat_tables(parts, promote_options="permissive")
@@ -329,7 +339,7 @@ def write_tombstones(warehouse: Warehouse, table: TableState, schema_of, deleted
         if not warehouse.on_object_store:
             fs.create_dir(f"{base}/{relative}", recursive=True)
         pq.write_table(rows, f"{base}/{relative}/part-00000-{uuid.uuid4().hex}.parquet", filesystem=fs,
-                       coerce_timestamps="us", allow_truncated_timestamps=True)
+                       store_schema=False, coerce_timestamps="us", allow_truncated_timestamps=True)
         tombstones.append(TombstoneInfo(uuid.uuid4().hex, table.id, relative, seq, schema_id, rows.num_rows,
                                         tuple(sorted(segments)), tuple(sorted(row_files))))
     return tombstones

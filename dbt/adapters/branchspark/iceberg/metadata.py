@@ -70,6 +70,12 @@ _POSITION_DELETE_SCHEMA = pa.schema([
     pa.field("file_path", pa.string(), nullable=False, metadata={b"PARQUET:field_id": str(POS_FILE_PATH_ID).encode()}),
     pa.field("pos", pa.int64(), nullable=False, metadata={b"PARQUET:field_id": str(POS_POS_ID).encode()}),
 ])
+# Part of a position delete file's name: bump when its bytes change, so a file an older server wrote under
+# the same name (other bytes, another size) is never described with the size of this one's. 2: no Arrow schema.
+_POSITION_DELETES_REVISION = "2"
+# The same columns with the one file path as a dictionary (deletes.repeated_label); the file holds strings.
+_POSITION_DELETE_LABELS = _POSITION_DELETE_SCHEMA.set(0, _POSITION_DELETE_SCHEMA.field(0).with_type(
+    pa.dictionary(pa.int32(), pa.string())))
 INEXACT_PROPERTY = "branchspark.iceberg.inexact"
 # Table properties of Iceberg's own that a client set (write.delete.mode, ...): served under their names too.
 ICEBERG_PROPERTY_PREFIXES = ("write.", "read.", "commit.", "history.")
@@ -101,6 +107,15 @@ class FileStats:
     record_count: int
     size: int
     columns: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class DeleteFile:
+    """A position delete file the server wrote for one data file: where it lies (relative), its rows, bytes."""
+
+    relative: str
+    record_count: int
+    size: int
 
 
 class _BufferFile(OutputFile):
@@ -149,6 +164,9 @@ class MetadataBuilder:
         self.lookup = lookup
         self._stats: dict[str, FileStats] = {}  # data files never change: their footers are read once
         self.deletes_memo: dict = {}  # what a tombstone deletes in a data file (deletes.py)
+        # (table id, version id) -> its position delete files by data file: a version's snapshot is described
+        # again in the metadata of every later version (its history), without computing its deletes again
+        self._delete_files: dict[tuple[str, str], dict[str, DeleteFile]] = {}
         self._lock = threading.Lock()
         self._building: dict[str, threading.Lock] = {}
 
@@ -164,6 +182,33 @@ class MetadataBuilder:
                 document = _Build(self, table_name, chain).run()
                 files.write_once(self.warehouse, relative, json.dumps(document).encode())
         return files.absolute(self.warehouse, relative), json.loads(files.read(self.warehouse, relative))
+
+    def delete_files(self, table: TableState, refs: list[deletes.DataFileRef], tombstones: list[TombstoneInfo]
+                     ) -> dict[str, DeleteFile]:
+        """The position delete file of each data file of `table` (a version) its tombstones delete rows of,
+        written once (named by the data file and the positions)."""
+        key = (table.id, table.version_id)
+        found = self._delete_files.get(key) if table.version_id else None
+        if found is None:
+            doomed = deletes.position_deletes(self.warehouse, table, self.lookup.schema, refs, tombstones,
+                                              self.deletes_memo)
+            found = {relative: self._write_position_deletes(table, relative, positions)
+                     for relative, positions in sorted(doomed.items())}
+            if table.version_id:
+                self._delete_files[key] = found
+        return found
+
+    def _write_position_deletes(self, table: TableState, relative: str, positions: np.ndarray) -> DeleteFile:
+        target = files.absolute(self.warehouse, relative)
+        name = files.content_name("pos", [target, _digest(positions), _POSITION_DELETES_REVISION], "parquet")
+        delete_relative = f"{files.version_dir(table.id, table.version_id)}/{name}"
+        sink = pa.BufferOutputStream()
+        pq.write_table(pa.table({"file_path": deletes.repeated_label(target, len(positions)),
+                                 "pos": pa.array(positions, pa.int64())}, schema=_POSITION_DELETE_LABELS), sink,
+                       store_schema=False)
+        data = sink.getvalue().to_pybytes()
+        files.write_once(self.warehouse, delete_relative, data)
+        return DeleteFile(delete_relative, len(positions), len(data))
 
     def stats(self, relative: str) -> FileStats:
         found = self._stats.get(relative)
@@ -237,13 +282,12 @@ class _Build:
             manifests.append(manifest)
         tombstones = self.b.lookup.tombstone_infos(table.tombstones)
         all_refs = [ref for s in segments for ref in refs[s.id]]
-        doomed = deletes.position_deletes(self.warehouse, table, self.b.lookup.schema, all_refs, tombstones,
-                                           self.b.deletes_memo)
-        deleted_rows = sum(len(p) for p in doomed.values())
+        doomed = self.b.delete_files(table, all_refs, tombstones)
+        deleted_rows = sum(d.record_count for d in doomed.values())
         doomed_by_spec: dict[int, dict] = {}
         segment_of = {r.relative: r.segment for r in all_refs}
-        for relative, positions in doomed.items():
-            doomed_by_spec.setdefault(self._spec(segment_of[relative]).spec_id, {})[relative] = positions
+        for relative, delete_file in doomed.items():
+            doomed_by_spec.setdefault(self._spec(segment_of[relative]).spec_id, {})[relative] = delete_file
         for group in doomed_by_spec.values():
             manifests.append(self._delete_manifest(table, snapshot_id, seq, schema, all_refs, group))
         name = files.content_name("snap", [snapshot_id, seq] + [m.manifest_path for m in manifests], "avro")
@@ -312,20 +356,13 @@ class _Build:
     def _delete_manifest(self, table, snapshot_id, seq, schema, refs, doomed) -> ManifestFile:
         by_path = {r.relative: r for r in refs}
         entries = []
-        for relative, positions in sorted(doomed.items()):
-            target = files.absolute(self.warehouse, relative)
-            name = files.content_name("pos", [target, _digest(positions)], "parquet")
-            delete_relative = f"{files.version_dir(table.id, table.version_id)}/{name}"
-            sink = pa.BufferOutputStream()
-            pq.write_table(pa.table({"file_path": pa.array([target] * len(positions), pa.string()),
-                                     "pos": pa.array(positions, pa.int64())}, schema=_POSITION_DELETE_SCHEMA), sink)
-            data = sink.getvalue().to_pybytes()
-            files.write_once(self.warehouse, delete_relative, data)
-            bound = target.encode()
+        for relative, delete_file in sorted(doomed.items()):
+            bound = files.absolute(self.warehouse, relative).encode()
             delete = DataFile.from_args(
-                content=DataFileContent.POSITION_DELETES, file_path=files.absolute(self.warehouse, delete_relative),
+                content=DataFileContent.POSITION_DELETES,
+                file_path=files.absolute(self.warehouse, delete_file.relative),
                 file_format=FileFormat.PARQUET, partition=self._partition(by_path[relative].segment),
-                record_count=len(positions), file_size_in_bytes=len(data),
+                record_count=delete_file.record_count, file_size_in_bytes=delete_file.size,
                 lower_bounds={POS_FILE_PATH_ID: bound}, upper_bounds={POS_FILE_PATH_ID: bound})
             delete.spec_id = self._spec(by_path[relative].segment).spec_id
             entries.append(ManifestEntry.from_args(status=ManifestEntryStatus.ADDED, snapshot_id=snapshot_id,
