@@ -61,10 +61,39 @@ class SnapshotChanges:
         return not self.added and not self.deleted
 
 
+@dataclass(frozen=True)
+class _Listed:
+    """What a commit needs of one live entry of a manifest."""
+
+    snapshot_id: int | None
+    content: DataFileContent
+    file_path: str
+    file_format: FileFormat
+    partition: tuple
+
+
+_LISTED_KEPT = 20_000  # manifests whose entries a server keeps (commits after it name them again)
+
+
+def _listed(io: FileIO, manifest, listed: dict) -> list[_Listed]:
+    """The live entries of `manifest`, read once per server: a manifest never changes, and a writer's next
+    snapshot names the served manifests and its own earlier ones again (PyIceberg's appends add one each)."""
+    found = listed.get(manifest.manifest_path)
+    if found is None:
+        found = [_Listed(e.snapshot_id, e.data_file.content, e.data_file.file_path, e.data_file.file_format,
+                         tuple(e.data_file.partition) if e.data_file.partition is not None else ())
+                 for e in manifest.fetch_manifest_entry(io, discard_deleted=True)]
+        if len(listed) >= _LISTED_KEPT:
+            listed.clear()
+        listed[manifest.manifest_path] = found
+    return found
+
+
 def snapshot_changes(warehouse: Warehouse, io: FileIO, snapshot: Snapshot | None, table: TableState, lookup,
-                     memo: dict, full_name: str, commit_snapshots: set[int]) -> SnapshotChanges:
+                     memo: dict, full_name: str, commit_snapshots: set[int], listed: dict) -> SnapshotChanges:
     """What `snapshot` (a client's, on top of `table`'s version) adds and deletes; its delete files added by
-    any of `commit_snapshots` (the snapshots of this commit) are new."""
+    any of `commit_snapshots` (the snapshots of this commit) are new. `listed`: manifests' entries already
+    read (_listed)."""
     refs = {r.relative: r for s in lookup.segment_infos(table.segments) for r in deletes.segment_files(warehouse, s)}
     # an import's borrowed files lie outside the warehouse: a client names them as they were served
     borrowed = {files.plain_location(files.absolute(warehouse, r)): r for r in refs if files.is_borrowed_location(r)}
@@ -79,8 +108,7 @@ def snapshot_changes(warehouse: Warehouse, io: FileIO, snapshot: Snapshot | None
     partitions: dict[str, tuple] = {}  # a data file -> the partition values its manifest entry gives
     delete_files: list[str] = []
     for manifest in snapshot.manifests(io) if snapshot is not None else []:  # None: no rows at all
-        for entry in manifest.fetch_manifest_entry(io, discard_deleted=True):
-            data = entry.data_file
+        for data in _listed(io, manifest, listed):
             if data.content == DataFileContent.DATA:
                 relative = known(data.file_path)
                 if relative is None:
@@ -91,8 +119,8 @@ def snapshot_changes(warehouse: Warehouse, io: FileIO, snapshot: Snapshot | None
                     raise errors.InvalidArgument(f"table {full_name}: data file {data.file_path} is "
                                                  f"{data.file_format}; branchspark serve takes Parquet data files")
                 live.add(relative)
-                partitions[relative] = tuple(data.partition) if data.partition is not None else ()
-            elif entry.snapshot_id in commit_snapshots:
+                partitions[relative] = data.partition
+            elif data.snapshot_id in commit_snapshots:
                 if data.content == DataFileContent.EQUALITY_DELETES:
                     raise errors.InvalidArgument(
                         f"table {full_name}: equality deletes are not supported by branchspark serve; write position "

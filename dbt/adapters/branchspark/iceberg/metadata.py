@@ -63,6 +63,7 @@ from .schema import (
     partition_value,
 )
 
+_WRITTEN_KEPT = 100_000  # manifests and manifest lists a server remembers having written (MetadataBuilder.written)
 # Bump when the files this module writes change shape: new names, so old files are never misread.
 REVISION = "3"  # 2: the unsorted sort order, which Iceberg's Java reader requires; 3: where writers write
 POS_FILE_PATH_ID, POS_POS_ID = 2147483546, 2147483545
@@ -167,6 +168,9 @@ class MetadataBuilder:
         # (table id, version id) -> its position delete files by data file: a version's snapshot is described
         # again in the metadata of every later version (its history), without computing its deletes again
         self._delete_files: dict[tuple[str, str], dict[str, DeleteFile]] = {}
+        # manifests (relative name -> ManifestFile) and manifest lists (-> True) this process wrote or found:
+        # each version's are named again in the metadata of every later version, and not built again
+        self.written: dict[str, object] = {}
         self._lock = threading.Lock()
         self._building: dict[str, threading.Lock] = {}
 
@@ -209,6 +213,11 @@ class MetadataBuilder:
         data = sink.getvalue().to_pybytes()
         files.write_once(self.warehouse, delete_relative, data)
         return DeleteFile(delete_relative, len(positions), len(data))
+
+    def remember(self, relative: str, value: object) -> None:
+        if len(self.written) >= _WRITTEN_KEPT:  # a long-running server's memory stays bounded
+            self.written.clear()
+        self.written[relative] = value
 
     def stats(self, relative: str) -> FileStats:
         found = self._stats.get(relative)
@@ -292,17 +301,21 @@ class _Build:
             manifests.append(self._delete_manifest(table, snapshot_id, seq, schema, all_refs, group))
         name = files.content_name("snap", [snapshot_id, seq] + [m.manifest_path for m in manifests], "avro")
         relative = f"{files.version_dir(table.id, table.version_id)}/{name}"
-        out = _BufferFile(files.absolute(self.warehouse, relative))
-        with write_manifest_list(2, out, snapshot_id, parent.snapshot_id if parent else None, seq, "deflate") as w:
-            w.add_manifests(manifests)
-        files.write_once(self.warehouse, relative, out.data)
+        location = files.absolute(self.warehouse, relative)
+        if relative not in self.b.written:
+            out = _BufferFile(location)
+            with write_manifest_list(2, out, snapshot_id, parent.snapshot_id if parent else None, seq,
+                                     "deflate") as w:
+                w.add_manifests(manifests)
+            files.write_once(self.warehouse, relative, out.data)
+            self.b.remember(relative, True)
         records = sum(self.b.stats(r.relative).record_count for r in all_refs)
         summary = Summary(Operation.OVERWRITE if parent else Operation.APPEND, **{
             "branchspark.commit": version.commit.id, "branchspark.version": table.version_id,
             "total-data-files": str(len(all_refs)), "total-records": str(records - deleted_rows),
             "total-delete-files": str(len(doomed)), "total-position-deletes": str(deleted_rows)})
         snapshot = Snapshot(snapshot_id=snapshot_id, parent_snapshot_id=parent.snapshot_id if parent else None,
-                            sequence_number=seq, timestamp_ms=commit_ms(version.commit), manifest_list=out.location,
+                            sequence_number=seq, timestamp_ms=commit_ms(version.commit), manifest_list=location,
                             summary=summary, schema_id=self.schema_ids[table.schema_id])
         return snapshot, kept
 
@@ -337,52 +350,59 @@ class _Build:
         return Record(*values)
 
     def _data_manifest(self, table, snapshot_id, seq, schema, fresh, refs) -> ManifestFile:
-        entries = []
-        for segment in fresh:
-            for ref in refs[segment.id]:
-                stats = self.b.stats(ref.relative)
-                data = DataFile.from_args(
-                    content=DataFileContent.DATA, file_path=files.absolute(self.warehouse, ref.relative),
-                    file_format=FileFormat.PARQUET, partition=self._partition(segment),
-                    record_count=stats.record_count, file_size_in_bytes=stats.size)
-                data.spec_id = self._spec(segment).spec_id
-                entries.append(ManifestEntry.from_args(status=ManifestEntryStatus.ADDED, snapshot_id=snapshot_id,
-                                                       sequence_number=segment.seq, file_sequence_number=segment.seq,
-                                                       data_file=data))
+        def entries():
+            for segment in fresh:
+                for ref in refs[segment.id]:
+                    stats = self.b.stats(ref.relative)
+                    data = DataFile.from_args(
+                        content=DataFileContent.DATA, file_path=files.absolute(self.warehouse, ref.relative),
+                        file_format=FileFormat.PARQUET, partition=self._partition(segment),
+                        record_count=stats.record_count, file_size_in_bytes=stats.size)
+                    data.spec_id = self._spec(segment).spec_id
+                    yield ManifestEntry.from_args(status=ManifestEntryStatus.ADDED, snapshot_id=snapshot_id,
+                                                  sequence_number=segment.seq, file_sequence_number=segment.seq,
+                                                  data_file=data)
         key = ["data", snapshot_id] + sorted(s.id for s in fresh)
         return self._write_manifest(ManifestWriterV2, self._spec(fresh[0]), table, snapshot_id, seq, schema, key,
                                     entries)
 
     def _delete_manifest(self, table, snapshot_id, seq, schema, refs, doomed) -> ManifestFile:
         by_path = {r.relative: r for r in refs}
-        entries = []
-        for relative, delete_file in sorted(doomed.items()):
-            bound = files.absolute(self.warehouse, relative).encode()
-            delete = DataFile.from_args(
-                content=DataFileContent.POSITION_DELETES,
-                file_path=files.absolute(self.warehouse, delete_file.relative),
-                file_format=FileFormat.PARQUET, partition=self._partition(by_path[relative].segment),
-                record_count=delete_file.record_count, file_size_in_bytes=delete_file.size,
-                lower_bounds={POS_FILE_PATH_ID: bound}, upper_bounds={POS_FILE_PATH_ID: bound})
-            delete.spec_id = self._spec(by_path[relative].segment).spec_id
-            entries.append(ManifestEntry.from_args(status=ManifestEntryStatus.ADDED, snapshot_id=snapshot_id,
-                                                   sequence_number=seq, file_sequence_number=seq, data_file=delete))
-        key = ["deletes", snapshot_id] + [e.data_file.file_path for e in entries]
-        spec = self._spec(by_path[next(iter(doomed))].segment)
+        ordered = sorted(doomed.items())
+
+        def entries():
+            for relative, delete_file in ordered:
+                bound = files.absolute(self.warehouse, relative).encode()
+                delete = DataFile.from_args(
+                    content=DataFileContent.POSITION_DELETES,
+                    file_path=files.absolute(self.warehouse, delete_file.relative),
+                    file_format=FileFormat.PARQUET, partition=self._partition(by_path[relative].segment),
+                    record_count=delete_file.record_count, file_size_in_bytes=delete_file.size,
+                    lower_bounds={POS_FILE_PATH_ID: bound}, upper_bounds={POS_FILE_PATH_ID: bound})
+                delete.spec_id = self._spec(by_path[relative].segment).spec_id
+                yield ManifestEntry.from_args(status=ManifestEntryStatus.ADDED, snapshot_id=snapshot_id,
+                                              sequence_number=seq, file_sequence_number=seq, data_file=delete)
+        key = ["deletes", snapshot_id] + [files.absolute(self.warehouse, d.relative) for _, d in ordered]
+        spec = self._spec(by_path[ordered[0][0]].segment)
         return self._write_manifest(_DeleteManifestWriter, spec, table, snapshot_id, seq, schema, key, entries)
 
     def _write_manifest(self, writer_class, spec, table, snapshot_id, seq, schema, key, entries) -> ManifestFile:
+        """The manifest of `entries()` (built only when this process has not written or found it yet)."""
         # A manifest names its spec and schema by their ids, which depend on the chain: part of its name too.
         key = [*key, spec.spec_id, spec.model_dump_json(), schema.schema_id]
         relative = f"{files.version_dir(table.id, table.version_id)}/{files.content_name('manifest', key, 'avro')}"
+        found = self.b.written.get(relative)
+        if found is not None:
+            return found
         out = _BufferFile(files.absolute(self.warehouse, relative))
         writer = writer_class(spec, schema, out, snapshot_id, "deflate")
         with writer:
-            for entry in entries:
+            for entry in entries():
                 writer.add_entry(entry)
         manifest = writer.to_manifest_file()
         manifest.sequence_number = seq
         files.write_once(self.warehouse, relative, out.data)
+        self.b.remember(relative, manifest)
         return manifest
 
     # ------------------------------------------------------------- document

@@ -75,6 +75,7 @@ class CatalogWrites:
         self.warehouse = self.lakehouse.warehouse
         # The server reads what writers wrote (manifests, position deletes) with its own credentials.
         self.io = load_file_io(object_store.client_properties(self.warehouse.root, True), self.warehouse.root)
+        self.listed: dict = {}  # manifest location -> its live entries (commit_data._listed)
 
     # ------------------------------------------------------------ branches
     def branch(self, ref: str) -> str:
@@ -464,7 +465,7 @@ class CatalogWrites:
         it removed and added relative to the table it replaced; rows it rewrote as they were are no change)."""
         state = txn._writable_table(full)
         changes = snapshot_changes(self.warehouse, self.io, snapshot, state, txn.ns,
-                                   self.service.builder.deletes_memo, full, added)
+                                   self.service.builder.deletes_memo, full, added, self.listed)
         if changes.empty:
             return
         seq = txn._seq()
