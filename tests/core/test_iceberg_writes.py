@@ -220,6 +220,51 @@ def test_stale_requirement_is_409_and_changes_nothing_then_the_retry_lands(lake)
     assert Counter(r[0] for r in _rows(lh, "shop.orders", "stale"))[100] == 2
 
 
+def test_every_snapshot_of_a_history_of_writes_reads_as_it_was_from_this_server_and_a_fresh_one(lake):
+    """The server describes each version's files once (its manifests, its position delete files) and names
+    them again in the metadata of every later version: after a random history of appends, copy-on-write
+    deletes, position-delete-free overwrites, every snapshot the history served reads as the rows of its
+    commit, through the server that built them and through a fresh server on the same warehouse."""
+    import random
+
+    lh = lake["lh"]
+    lh.create_branch("history")
+    catalog = _catalog(lake, "history")
+    catalog.create_namespace("hist")
+    schema = pa.schema([pa.field("id", pa.int64()), pa.field("v", pa.string())])
+    table = catalog.create_table("hist.rows", schema=schema)
+    rng, model, served, next_id = random.Random(69), [], [], 0
+    for step in range(sized(10, 24)):
+        action = rng.choice(["append", "append", "delete", "overwrite"]) if model else "append"
+        table = catalog.load_table("hist.rows")
+        if action == "append":
+            rows = [(next_id + i, f"s{step}") for i in range(rng.randint(1, 6))]
+            next_id += len(rows)
+            table.append(pa.table({"id": [r[0] for r in rows], "v": [r[1] for r in rows]}, schema=schema))
+            model += rows
+        elif action == "delete":  # rewrites the files holding them: copies of the others, deleted at once
+            doomed = {r[0] for r in rng.sample(model, max(1, len(model) // 3))}
+            table.delete(f"id IN ({', '.join(map(str, sorted(doomed)))})")
+            model = [r for r in model if r[0] not in doomed]
+        else:
+            rows = [(next_id + i, f"o{step}") for i in range(rng.randint(1, 3))]
+            next_id += len(rows)
+            table.overwrite(pa.table({"id": [r[0] for r in rows], "v": [r[1] for r in rows]}, schema=schema))
+            model = rows
+        current = catalog.load_table("hist.rows")
+        assert _scan(catalog, "hist.rows") == sorted(model) == _rows(lh, "hist.rows", "history"), (step, action)
+        served.append((current.current_snapshot().snapshot_id, sorted(model)))
+    fresh = _Server(lake["warehouse"])
+    try:
+        for client in (catalog, RestCatalog("fresh", uri=fresh.url, warehouse="history")):
+            loaded = client.load_table("hist.rows")
+            for snapshot_id, rows in served:
+                got = sorted(tuple(r.values()) for r in loaded.scan(snapshot_id=snapshot_id).to_arrow().to_pylist())
+                assert got == rows, snapshot_id
+    finally:
+        fresh.stop()
+
+
 def test_eight_writers_appending_at_once_every_row_once(lake):
     lh = lake["lh"]
     lh.create_branch("many")
