@@ -72,28 +72,33 @@ class _Listed:
     partition: tuple
 
 
-_LISTED_KEPT = 20_000  # manifests whose entries a server keeps (commits after it name them again)
+class ListedEntries:
+    """The live entries of manifests a server has read, by manifest location: a manifest never changes, and a
+    writer's next snapshot names the served manifests and its own earlier ones again (PyIceberg's appends add
+    one each), so each is read once. Holds at most `limit` entries (then starts over)."""
 
+    def __init__(self, limit: int = 500_000):
+        self.limit, self.held, self._by_location = limit, 0, {}
 
-def _listed(io: FileIO, manifest, listed: dict) -> list[_Listed]:
-    """The live entries of `manifest`, read once per server: a manifest never changes, and a writer's next
-    snapshot names the served manifests and its own earlier ones again (PyIceberg's appends add one each)."""
-    found = listed.get(manifest.manifest_path)
-    if found is None:
-        found = [_Listed(e.snapshot_id, e.data_file.content, e.data_file.file_path, e.data_file.file_format,
-                         tuple(e.data_file.partition) if e.data_file.partition is not None else ())
-                 for e in manifest.fetch_manifest_entry(io, discard_deleted=True)]
-        if len(listed) >= _LISTED_KEPT:
-            listed.clear()
-        listed[manifest.manifest_path] = found
-    return found
+    def of(self, io: FileIO, manifest) -> list[_Listed]:
+        found = self._by_location.get(manifest.manifest_path)
+        if found is None:
+            found = [_Listed(e.snapshot_id, e.data_file.content, e.data_file.file_path, e.data_file.file_format,
+                             tuple(e.data_file.partition) if e.data_file.partition is not None else ())
+                     for e in manifest.fetch_manifest_entry(io, discard_deleted=True)]
+            if self.held + len(found) > self.limit:
+                self._by_location, self.held = {}, 0
+            self._by_location[manifest.manifest_path] = found
+            self.held += len(found)
+        return found
 
 
 def snapshot_changes(warehouse: Warehouse, io: FileIO, snapshot: Snapshot | None, table: TableState, lookup,
-                     memo: dict, full_name: str, commit_snapshots: set[int], listed: dict) -> SnapshotChanges:
+                     memo: dict, full_name: str, commit_snapshots: set[int], listed: ListedEntries
+                     ) -> SnapshotChanges:
     """What `snapshot` (a client's, on top of `table`'s version) adds and deletes; its delete files added by
     any of `commit_snapshots` (the snapshots of this commit) are new. `listed`: manifests' entries already
-    read (_listed)."""
+    read."""
     refs = {r.relative: r for s in lookup.segment_infos(table.segments) for r in deletes.segment_files(warehouse, s)}
     # an import's borrowed files lie outside the warehouse: a client names them as they were served
     borrowed = {files.plain_location(files.absolute(warehouse, r)): r for r in refs if files.is_borrowed_location(r)}
@@ -108,7 +113,7 @@ def snapshot_changes(warehouse: Warehouse, io: FileIO, snapshot: Snapshot | None
     partitions: dict[str, tuple] = {}  # a data file -> the partition values its manifest entry gives
     delete_files: list[str] = []
     for manifest in snapshot.manifests(io) if snapshot is not None else []:  # None: no rows at all
-        for data in _listed(io, manifest, listed):
+        for data in listed.of(io, manifest):
             if data.content == DataFileContent.DATA:
                 relative = known(data.file_path)
                 if relative is None:

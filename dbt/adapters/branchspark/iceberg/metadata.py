@@ -63,7 +63,7 @@ from .schema import (
     partition_value,
 )
 
-_WRITTEN_KEPT = 100_000  # manifests and manifest lists a server remembers having written (MetadataBuilder.written)
+_WRITTEN_KEPT = 50_000  # manifests, manifest lists and versions' delete files a server remembers (MetadataBuilder)
 # Bump when the files this module writes change shape: new names, so old files are never misread.
 REVISION = "3"  # 2: the unsorted sort order, which Iceberg's Java reader requires; 3: where writers write
 POS_FILE_PATH_ID, POS_POS_ID = 2147483546, 2147483545
@@ -199,6 +199,8 @@ class MetadataBuilder:
             found = {relative: self._write_position_deletes(table, relative, positions)
                      for relative, positions in sorted(doomed.items())}
             if table.version_id:
+                if len(self._delete_files) >= _WRITTEN_KEPT:  # a long-running server's memory stays bounded
+                    self._delete_files.clear()
                 self._delete_files[key] = found
         return found
 

@@ -24,7 +24,7 @@ from pyiceberg.table.snapshots import Snapshot as IcebergSnapshot
 from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
 
 from . import files
-from .commit_data import snapshot_changes, write_tombstones
+from .commit_data import ListedEntries, snapshot_changes, write_tombstones
 from .metadata import WRITER_OWNED_PROPERTIES
 from .schema import PARTITION_FIELD_ID_BASE, FieldIds, iceberg_schema, partition_spec, spark_type
 from ..core import errors
@@ -75,7 +75,7 @@ class CatalogWrites:
         self.warehouse = self.lakehouse.warehouse
         # The server reads what writers wrote (manifests, position deletes) with its own credentials.
         self.io = load_file_io(object_store.client_properties(self.warehouse.root, True), self.warehouse.root)
-        self.listed: dict = {}  # manifest location -> its live entries (commit_data._listed)
+        self.listed = ListedEntries()  # manifests' entries, read once
 
     # ------------------------------------------------------------ branches
     def branch(self, ref: str) -> str:
