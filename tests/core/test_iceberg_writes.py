@@ -411,6 +411,9 @@ def test_spark_with_iceberg_runtime_writes_a_branch_and_the_merge_is_row_level(l
     # only the rows the statements changed: none of the rows the copy-on-write rewrites copied (issue 69)
     assert sorted(r["id"] for r in changes if r["_change_type"] == "delete") == [0, 1, 2, 3, 4]
     assert sorted(r["id"] for r in changes if r["_change_type"] == "insert") == [0, 1, 2, 4, 100]
+    # the table holds its 10 first rows and the 5 new images, not the rewrites' copies beside the rows they
+    # copied (a referenced copy-on-write file of 5 rows would hold 4 copies: 22 rows and more)
+    assert _physical_rows(lh, "shop.items", "sdev", lake["warehouse"]) == 10 + 5
     # MERGE BRANCH sdev TO main: both sides' rows
     before_merge = lh.resolve("main")
     lh.merge("sdev", "main")
@@ -428,6 +431,15 @@ def test_spark_with_iceberg_runtime_writes_a_branch_and_the_merge_is_row_level(l
         lh.merge("sdev2", "main")
     assert "shop.items" in str(conflict.value) and conflict.value.report is not None
     assert lh.resolve("main").id == head.id
+
+
+def _physical_rows(lh, table: str, at: str, warehouse: str) -> int:
+    """Rows in the data files of the table's segments at `at`, deleted or not."""
+    import pyarrow.parquet as pq
+
+    snapshot = lh.snapshot(at)
+    segments = snapshot.ns.segment_infos(snapshot.state(table).segments)
+    return sum(pq.read_metadata(f"{warehouse}/{s.path}/{n}").num_rows for s in segments for n in s.files)
 
 
 def test_transaction_of_two_tables_is_one_commit_rename_drop_and_namespace_properties(lake):

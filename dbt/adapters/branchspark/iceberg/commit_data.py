@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 import uuid
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date
 from decimal import Decimal
 from urllib.parse import unquote
@@ -55,10 +55,13 @@ class SnapshotChanges:
     # new data file -> (its file, positions of rows a rewrite copied unchanged from a file it replaced)
     carried: dict[str, tuple[DataFileRef, np.ndarray]] = field(default_factory=dict)
     new_rows: int = 0  # rows the new files add that are no copies
+    # new data file that is mostly copies -> (its segment, positions of its other rows): those rows only are
+    # kept, written to a segment of the commit (write_extracted); the file itself is not referenced
+    extract: dict[str, tuple[SegmentInfo, np.ndarray]] = field(default_factory=dict)
 
     @property
     def empty(self) -> bool:
-        return not self.added and not self.deleted
+        return not self.added and not self.deleted and not self.extract
 
 
 @dataclass(frozen=True)
@@ -173,7 +176,60 @@ def snapshot_changes(warehouse: Warehouse, io: FileIO, snapshot: Snapshot | None
     if removed & set(deleted) and added:
         deleted, carried = _without_carried(warehouse, table, lookup.schema, deleted, removed, added)
     written = sum(_footer(warehouse, f"{s.path}/{n}").num_rows for s in added for n in s.files)
-    return SnapshotChanges(added, deleted, carried, written - sum(len(p) for _, p in carried.values()))
+    new_rows = written - sum(len(p) for _, p in carried.values())
+    added, carried, extract = _split_copies(warehouse, added, carried)
+    return SnapshotChanges(added, deleted, carried, new_rows, extract)
+
+
+def _split_copies(warehouse: Warehouse, added: list[SegmentInfo], carried: dict) -> tuple[list, dict, dict]:
+    """(segments, copies, files to extract from): a new file whose rows are at least half copies is not
+    referenced. Referenced, its copies would stay in the table beside the rows they copy (deleted, but read
+    by every scan: a copy-on-write MERGE of a whole table doubles what it holds, and each one after it adds
+    as much again); instead its other rows, the change, are written to a segment of their own. A file of
+    copies only adds nothing. A file mostly of new rows stays where it lies, its few copies deleted."""
+    if not carried:
+        return added, carried, {}
+    carried, extract, segments = dict(carried), {}, []
+    for segment in added:
+        names = []
+        for name in segment.files:
+            relative = f"{segment.path}/{name}"
+            copies = carried.get(relative)
+            rows = _footer(warehouse, relative).num_rows
+            if copies is None or 2 * len(copies[1]) < rows:
+                names.append(name)
+                continue
+            del carried[relative]
+            other = np.ones(rows, dtype=bool)
+            other[copies[1]] = False
+            if other.any():
+                extract[relative] = (segment, np.flatnonzero(other).astype(np.int64))
+        if names:
+            segments.append(replace(segment, files=tuple(names)))
+    return segments, carried, extract
+
+
+def write_extracted(warehouse: Warehouse, table: TableState, extract: dict, seq: int) -> list[SegmentInfo]:
+    """The rows `extract` names (SnapshotChanges.extract), one segment of the commit's sequence per
+    segment they come from (its partition directories below a directory of its own), written with pyarrow
+    as the writer wrote them (its columns and field ids)."""
+    by_segment: dict[str, list] = defaultdict(list)
+    for relative, (segment, positions) in sorted(extract.items()):
+        by_segment[segment.id].append((segment, _table(warehouse, relative).take(pa.array(positions, pa.int64()))))
+    fs, base = files.filesystem(warehouse)
+    segments = []
+    for parts in by_segment.values():
+        segment = parts[0][0]
+        rows = pa.concat_tables([p for _, p in parts], promote_options="permissive")
+        below = segment.path.split(f"{SEGMENT_COLUMN}=", 1)[1].partition("/")[2]  # partition directories
+        directory = warehouse.new_segment_dir(table.id, seq) + (f"/{below}" if below else "")
+        name = f"part-00000-{uuid.uuid4().hex}.parquet"
+        if not warehouse.on_object_store:
+            fs.create_dir(f"{base}/{directory}", recursive=True)
+        pq.write_table(rows, f"{base}/{directory}/{name}", filesystem=fs, coerce_timestamps="us",
+                       allow_truncated_timestamps=True)
+        segments.append(replace(segment, id=uuid.uuid4().hex, path=directory, seq=seq, files=(name,)))
+    return segments
 
 
 def _without_carried(warehouse: Warehouse, table: TableState, schema_of, deleted: dict, removed: set[str],
