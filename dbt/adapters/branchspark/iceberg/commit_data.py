@@ -10,8 +10,10 @@ version (its segments' files):
 - a position delete file it adds deletes those rows: a tombstone too. Equality deletes and deletion vectors
   are refused with one line;
 - a rewrite copies the rows of a file it did not change into its new file: those rows did not change
-  (SPEC 4), so the old row stays live and its copy in the new file is deleted in the same commit
-  (`_without_carried`): the change feed, diff and merges see only the rows that changed.
+  (SPEC 4), so the old row stays live (`_without_carried`): the change feed, diff and merges see only the
+  rows that changed. A new file mostly of copies is then not referenced: its other rows are written to a
+  segment of the commit (`_split_copies`, `write_extracted`), so the table holds no second copy of the rows
+  a copy-on-write statement rewrote; in a file mostly of new rows, the copies are deleted in the same commit.
 
 Tombstones are written with pyarrow from the data files' rows (their images, as branch_changes returns
 them), in the layout storage/writer.py writes: no JVM in the server.
