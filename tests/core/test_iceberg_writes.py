@@ -18,6 +18,7 @@ from pyiceberg.exceptions import CommitFailedException
 from dbt.adapters.branchspark.core import errors
 from dbt.adapters.branchspark.core.changes import table_changes
 from dbt.adapters.branchspark.core.lakehouse import Lakehouse
+from dbt.adapters.branchspark.iceberg.metadata import _Build
 from dbt.adapters.branchspark.iceberg.routes import create_app
 from dbt.adapters.branchspark.iceberg.service import CatalogService
 from tests.core.changes_replay import multiset, replay
@@ -263,6 +264,15 @@ def test_every_snapshot_of_a_history_of_writes_reads_as_it_was_from_this_server_
                 assert got == rows, snapshot_id
     finally:
         fresh.stop()
+    # each version is described once and named again by later versions' metadata: a chain described version
+    # by version, as commits come, reads exactly as the whole chain described at once by a fresh builder
+    service = CatalogService(Lakehouse(None, lake["warehouse"]))
+    head = service.snapshot("history")
+    chain = service._chain(head.commit, head.ns.table_id("hist.rows"))
+    whole = _Build(CatalogService(Lakehouse(None, lake["warehouse"])).builder, "hist.rows", chain).run()
+    for end in range(1, len(chain) + 1):
+        grown = _Build(service.builder, "hist.rows", chain[:end]).run()
+    assert grown == whole
 
 
 def test_eight_writers_appending_at_once_every_row_once(lake):

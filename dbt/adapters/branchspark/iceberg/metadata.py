@@ -119,6 +119,17 @@ class DeleteFile:
     size: int
 
 
+@dataclass(frozen=True)
+class _Described:
+    """A version's snapshot as a chain described it, with what describing the chain up to it left behind."""
+
+    snapshot: Snapshot
+    carried: tuple  # the manifests the next version may keep, with their segments
+    specs: tuple  # the partition specs registered so far, by source ids, in order
+    written_schemas: tuple  # the schemas of the segments so far, in order
+    file_columns: frozenset  # the column names their files hold
+
+
 class _BufferFile(OutputFile):
     """An OutputFile in memory: pyiceberg's Avro writers write here, then files.write_once stores the bytes."""
 
@@ -171,6 +182,7 @@ class MetadataBuilder:
         # manifests (relative name -> ManifestFile) and manifest lists (-> True) this process wrote or found:
         # each version's are named again in the metadata of every later version, and not built again
         self.written: dict[str, object] = {}
+        self.described: dict[str, _Described] = {}  # a version's snapshot, by its chain up to it (_Build.run)
         self._lock = threading.Lock()
         self._building: dict[str, threading.Lock] = {}
 
@@ -215,6 +227,11 @@ class MetadataBuilder:
         data = sink.getvalue().to_pybytes()
         files.write_once(self.warehouse, delete_relative, data)
         return DeleteFile(delete_relative, len(positions), len(data))
+
+    def remember_described(self, prefix: str, described: "_Described") -> None:
+        if len(self.described) >= _WRITTEN_KEPT:
+            self.described.clear()
+        self.described[prefix] = described
 
     def remember(self, relative: str, value: object) -> None:
         if len(self.written) >= _WRITTEN_KEPT:  # a long-running server's memory stays bounded
@@ -261,15 +278,34 @@ class _Build:
         parent = None
         written_schemas: dict[str, Schema] = {}
         file_columns: set[str] = set()
+        # A version's snapshot depends on the versions before it and on what the whole chain fixes (the
+        # schemas' numbers and field ids, the head's schema and partitioning): described once under that key,
+        # so the metadata of a new version describes only the new version (a chain of k versions was k
+        # snapshots' work on every commit).
+        context = [REVISION, self.table_name, self.head.id, self.head.schema_id, self.head.partition_by,
+                   json.dumps(self.head.schema_history, sort_keys=True, default=str), list(self.schema_ids)]
+        prefix = files.content_name("chain", context, "")
         for version in self.chain:
-            segments = self.b.lookup.segment_infos(version.table.segments)
-            for s in segments:
-                written_schemas.setdefault(s.schema_id, self.b.lookup.schema(s.schema_id))
-            refs = {s.id: deletes.segment_files(self.warehouse, s) for s in segments}
-            for group in refs.values():
-                for ref in group:
-                    file_columns.update(self.b.stats(ref.relative).columns)
-            snapshot, carried = self._snapshot(version, parent, segments, refs, carried)
+            prefix = files.content_name("chain", [prefix, version.commit.id, version.table.version_id], "")
+            known = self.b.described.get(prefix)
+            if known is not None:
+                for source_ids in known.specs:  # the specs it named, registered in the same order
+                    self._spec_by_ids(source_ids)
+                for schema_id in known.written_schemas:
+                    written_schemas.setdefault(schema_id, self.b.lookup.schema(schema_id))
+                file_columns |= known.file_columns
+                snapshot, carried = known.snapshot, list(known.carried)
+            else:
+                segments = self.b.lookup.segment_infos(version.table.segments)
+                for s in segments:
+                    written_schemas.setdefault(s.schema_id, self.b.lookup.schema(s.schema_id))
+                refs = {s.id: deletes.segment_files(self.warehouse, s) for s in segments}
+                for group in refs.values():
+                    for ref in group:
+                        file_columns.update(self.b.stats(ref.relative).columns)
+                snapshot, carried = self._snapshot(version, parent, segments, refs, carried)
+                self.b.remember_described(prefix, _Described(snapshot, tuple(carried), tuple(self.specs),
+                                                             tuple(written_schemas), frozenset(file_columns)))
             snapshots.append(snapshot)
             log.append(SnapshotLogEntry(snapshot_id=snapshot.snapshot_id, timestamp_ms=snapshot.timestamp_ms))
             parent = snapshot
