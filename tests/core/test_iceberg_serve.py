@@ -18,7 +18,8 @@ from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError, NoSuchViewError
 
 from dbt.adapters.branchspark.iceberg.files import ICEBERG_DIR
-from dbt.adapters.branchspark.iceberg.metadata import INEXACT_PROPERTY
+from dbt.adapters.branchspark.iceberg.metadata import INEXACT_PROPERTY, _Build
+from dbt.adapters.branchspark.iceberg.service import CatalogService
 from dbt.adapters.branchspark.core import errors
 from dbt.adapters.branchspark.core.lakehouse import Lakehouse
 from dbt.adapters.branchspark.core.operations import ObjectKind, Op
@@ -334,6 +335,34 @@ def test_metadata_written_once_and_reused(lake):
         c = get(other, path, token="s3cret").json()
     assert c["metadata-location"] == location and os.stat(location).st_mtime_ns == stamp
     assert f"/{ICEBERG_DIR}/" in location
+
+
+def test_each_version_described_once_reads_as_the_whole_chain_described_at_once(lake):
+    """A server describes each table version once and names that description again in the metadata of
+    every later version. Described version by version, as commits come (a head whose schema, field ids or
+    partitioning the chain had not reached yet included), every table's metadata at main and dev is the one
+    a fresh server describes in one go."""
+    lh, df = lake["lh"], lake["lh"].spark.createDataFrame
+    # and a table whose first partitioning no file has any more: its first version's manifest still names it
+    lh.create_branch("respecified")
+    with lh.transaction("respecified", message="by a") as tx:
+        tx.create_table_as("shop.respecified", df([(1, "x", "p")], "id int, a string, b string"), partition_by=["a"])
+    with lh.transaction("respecified", message="by b") as tx:
+        tx.set_partitioning("shop.respecified", ["b"])
+        tx.insert("shop.respecified", df([(2, "y", "q")], "id int, a string, b string"))
+    lh.branch("respecified").compact("shop.respecified")  # every file partitioned by b now
+    lh.branch("respecified").insert("shop.respecified", df([(3, "z", "q")], "id int, a string, b string"))
+    state = lh.snapshot("respecified").state("shop.respecified")
+    assert {s.partition_by for s in lh.snapshot("respecified").ns.segment_infos(state.segments)} == {("b",)}
+    tables = [(ref, f"shop.{name}") for ref in ("main", "dev") for name in TABLES]
+    for ref, name in tables + [("respecified", "shop.respecified")]:
+        service = CatalogService(Lakehouse(None, lake["warehouse"]))
+        head = service.snapshot(ref)
+        chain = service._chain(head.commit, head.ns.table_id(name))
+        whole = _Build(CatalogService(Lakehouse(None, lake["warehouse"])).builder, name, chain).run()
+        for end in range(1, len(chain) + 1):
+            grown = _Build(service.builder, name, chain[:end]).run()
+        assert grown == whole, (ref, name)
 
 
 def test_token_required_and_401_without_it(lake):

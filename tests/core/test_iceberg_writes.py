@@ -18,6 +18,7 @@ from pyiceberg.exceptions import CommitFailedException
 from dbt.adapters.branchspark.core import errors
 from dbt.adapters.branchspark.core.changes import table_changes
 from dbt.adapters.branchspark.core.lakehouse import Lakehouse
+from dbt.adapters.branchspark.iceberg.metadata import _Build
 from dbt.adapters.branchspark.iceberg.routes import create_app
 from dbt.adapters.branchspark.iceberg.service import CatalogService
 from tests.core.changes_replay import multiset, replay
@@ -220,6 +221,60 @@ def test_stale_requirement_is_409_and_changes_nothing_then_the_retry_lands(lake)
     assert Counter(r[0] for r in _rows(lh, "shop.orders", "stale"))[100] == 2
 
 
+def test_every_snapshot_of_a_history_of_writes_reads_as_it_was_from_this_server_and_a_fresh_one(lake):
+    """The server describes each version's files once (its manifests, its position delete files) and names
+    them again in the metadata of every later version: after a random history of appends, copy-on-write
+    deletes, position-delete-free overwrites, every snapshot the history served reads as the rows of its
+    commit, through the server that built them and through a fresh server on the same warehouse."""
+    import random
+
+    lh = lake["lh"]
+    lh.create_branch("history")
+    catalog = _catalog(lake, "history")
+    catalog.create_namespace("hist")
+    schema = pa.schema([pa.field("id", pa.int64()), pa.field("v", pa.string())])
+    table = catalog.create_table("hist.rows", schema=schema)
+    rng, model, served, next_id = random.Random(69), [], [], 0
+    for step in range(sized(10, 24)):
+        action = rng.choice(["append", "append", "delete", "overwrite"]) if model else "append"
+        table = catalog.load_table("hist.rows")
+        if action == "append":
+            rows = [(next_id + i, f"s{step}") for i in range(rng.randint(1, 6))]
+            next_id += len(rows)
+            table.append(pa.table({"id": [r[0] for r in rows], "v": [r[1] for r in rows]}, schema=schema))
+            model += rows
+        elif action == "delete":  # rewrites the files holding them: copies of the others, deleted at once
+            doomed = {r[0] for r in rng.sample(model, max(1, len(model) // 3))}
+            table.delete(f"id IN ({', '.join(map(str, sorted(doomed)))})")
+            model = [r for r in model if r[0] not in doomed]
+        else:
+            rows = [(next_id + i, f"o{step}") for i in range(rng.randint(1, 3))]
+            next_id += len(rows)
+            table.overwrite(pa.table({"id": [r[0] for r in rows], "v": [r[1] for r in rows]}, schema=schema))
+            model = rows
+        current = catalog.load_table("hist.rows")
+        assert _scan(catalog, "hist.rows") == sorted(model) == _rows(lh, "hist.rows", "history"), (step, action)
+        served.append((current.current_snapshot().snapshot_id, sorted(model)))
+    fresh = _Server(lake["warehouse"])
+    try:
+        for client in (catalog, RestCatalog("fresh", uri=fresh.url, warehouse="history")):
+            loaded = client.load_table("hist.rows")
+            for snapshot_id, rows in served:
+                got = sorted(tuple(r.values()) for r in loaded.scan(snapshot_id=snapshot_id).to_arrow().to_pylist())
+                assert got == rows, snapshot_id
+    finally:
+        fresh.stop()
+    # each version is described once and named again by later versions' metadata: a chain described version
+    # by version, as commits come, reads exactly as the whole chain described at once by a fresh builder
+    service = CatalogService(Lakehouse(None, lake["warehouse"]))
+    head = service.snapshot("history")
+    chain = service._chain(head.commit, head.ns.table_id("hist.rows"))
+    whole = _Build(CatalogService(Lakehouse(None, lake["warehouse"])).builder, "hist.rows", chain).run()
+    for end in range(1, len(chain) + 1):
+        grown = _Build(service.builder, "hist.rows", chain[:end]).run()
+    assert grown == whole
+
+
 def test_eight_writers_appending_at_once_every_row_once(lake):
     lh = lake["lh"]
     lh.create_branch("many")
@@ -366,6 +421,9 @@ def test_spark_with_iceberg_runtime_writes_a_branch_and_the_merge_is_row_level(l
     # only the rows the statements changed: none of the rows the copy-on-write rewrites copied (issue 69)
     assert sorted(r["id"] for r in changes if r["_change_type"] == "delete") == [0, 1, 2, 3, 4]
     assert sorted(r["id"] for r in changes if r["_change_type"] == "insert") == [0, 1, 2, 4, 100]
+    # the table holds its 10 first rows and the 5 new images, not the rewrites' copies beside the rows they
+    # copied (a referenced copy-on-write file of 5 rows would hold 4 copies: 22 rows and more)
+    assert _physical_rows(lh, "shop.items", "sdev", lake["warehouse"]) == 10 + 5
     # MERGE BRANCH sdev TO main: both sides' rows
     before_merge = lh.resolve("main")
     lh.merge("sdev", "main")
@@ -383,6 +441,15 @@ def test_spark_with_iceberg_runtime_writes_a_branch_and_the_merge_is_row_level(l
         lh.merge("sdev2", "main")
     assert "shop.items" in str(conflict.value) and conflict.value.report is not None
     assert lh.resolve("main").id == head.id
+
+
+def _physical_rows(lh, table: str, at: str, warehouse: str) -> int:
+    """Rows in the data files of the table's segments at `at`, deleted or not."""
+    import pyarrow.parquet as pq
+
+    snapshot = lh.snapshot(at)
+    segments = snapshot.ns.segment_infos(snapshot.state(table).segments)
+    return sum(pq.read_metadata(f"{warehouse}/{s.path}/{n}").num_rows for s in segments for n in s.files)
 
 
 def test_transaction_of_two_tables_is_one_commit_rename_drop_and_namespace_properties(lake):

@@ -10,8 +10,10 @@ version (its segments' files):
 - a position delete file it adds deletes those rows: a tombstone too. Equality deletes and deletion vectors
   are refused with one line;
 - a rewrite copies the rows of a file it did not change into its new file: those rows did not change
-  (SPEC 4), so the old row stays live and its copy in the new file is deleted in the same commit
-  (`_without_carried`): the change feed, diff and merges see only the rows that changed.
+  (SPEC 4), so the old row stays live (`_without_carried`): the change feed, diff and merges see only the
+  rows that changed. A new file mostly of copies is then not referenced: its other rows are written to a
+  segment of the commit (`_split_copies`, `write_extracted`), so the table holds no second copy of the rows
+  a copy-on-write statement rewrote; in a file mostly of new rows, the copies are deleted in the same commit.
 
 Tombstones are written with pyarrow from the data files' rows (their images, as branch_changes returns
 them), in the layout storage/writer.py writes: no JVM in the server.
@@ -21,7 +23,7 @@ from __future__ import annotations
 import re
 import uuid
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date
 from decimal import Decimal
 from urllib.parse import unquote
@@ -55,16 +57,53 @@ class SnapshotChanges:
     # new data file -> (its file, positions of rows a rewrite copied unchanged from a file it replaced)
     carried: dict[str, tuple[DataFileRef, np.ndarray]] = field(default_factory=dict)
     new_rows: int = 0  # rows the new files add that are no copies
+    # new data file that is mostly copies -> (its segment, positions of its other rows): those rows only are
+    # kept, written to a segment of the commit (write_extracted); the file itself is not referenced
+    extract: dict[str, tuple[SegmentInfo, np.ndarray]] = field(default_factory=dict)
 
     @property
     def empty(self) -> bool:
-        return not self.added and not self.deleted
+        return not self.added and not self.deleted and not self.extract
+
+
+@dataclass(frozen=True)
+class _Listed:
+    """What a commit needs of one live entry of a manifest."""
+
+    snapshot_id: int | None
+    content: DataFileContent
+    file_path: str
+    file_format: FileFormat
+    partition: tuple
+
+
+class ListedEntries:
+    """The live entries of manifests a server has read, by manifest location: a manifest never changes, and a
+    writer's next snapshot names the served manifests and its own earlier ones again (PyIceberg's appends add
+    one each), so each is read once. Holds at most `limit` entries (then starts over)."""
+
+    def __init__(self, limit: int = 500_000):
+        self.limit, self.held, self._by_location = limit, 0, {}
+
+    def of(self, io: FileIO, manifest) -> list[_Listed]:
+        found = self._by_location.get(manifest.manifest_path)
+        if found is None:
+            found = [_Listed(e.snapshot_id, e.data_file.content, e.data_file.file_path, e.data_file.file_format,
+                             tuple(e.data_file.partition) if e.data_file.partition is not None else ())
+                     for e in manifest.fetch_manifest_entry(io, discard_deleted=True)]
+            if self.held + len(found) > self.limit:
+                self._by_location, self.held = {}, 0
+            self._by_location[manifest.manifest_path] = found
+            self.held += len(found)
+        return found
 
 
 def snapshot_changes(warehouse: Warehouse, io: FileIO, snapshot: Snapshot | None, table: TableState, lookup,
-                     memo: dict, full_name: str, commit_snapshots: set[int]) -> SnapshotChanges:
+                     memo: dict, full_name: str, commit_snapshots: set[int], listed: ListedEntries
+                     ) -> SnapshotChanges:
     """What `snapshot` (a client's, on top of `table`'s version) adds and deletes; its delete files added by
-    any of `commit_snapshots` (the snapshots of this commit) are new."""
+    any of `commit_snapshots` (the snapshots of this commit) are new. `listed`: manifests' entries already
+    read."""
     refs = {r.relative: r for s in lookup.segment_infos(table.segments) for r in deletes.segment_files(warehouse, s)}
     # an import's borrowed files lie outside the warehouse: a client names them as they were served
     borrowed = {files.plain_location(files.absolute(warehouse, r)): r for r in refs if files.is_borrowed_location(r)}
@@ -79,8 +118,7 @@ def snapshot_changes(warehouse: Warehouse, io: FileIO, snapshot: Snapshot | None
     partitions: dict[str, tuple] = {}  # a data file -> the partition values its manifest entry gives
     delete_files: list[str] = []
     for manifest in snapshot.manifests(io) if snapshot is not None else []:  # None: no rows at all
-        for entry in manifest.fetch_manifest_entry(io, discard_deleted=True):
-            data = entry.data_file
+        for data in listed.of(io, manifest):
             if data.content == DataFileContent.DATA:
                 relative = known(data.file_path)
                 if relative is None:
@@ -91,8 +129,8 @@ def snapshot_changes(warehouse: Warehouse, io: FileIO, snapshot: Snapshot | None
                     raise errors.InvalidArgument(f"table {full_name}: data file {data.file_path} is "
                                                  f"{data.file_format}; branchspark serve takes Parquet data files")
                 live.add(relative)
-                partitions[relative] = tuple(data.partition) if data.partition is not None else ()
-            elif entry.snapshot_id in commit_snapshots:
+                partitions[relative] = data.partition
+            elif data.snapshot_id in commit_snapshots:
                 if data.content == DataFileContent.EQUALITY_DELETES:
                     raise errors.InvalidArgument(
                         f"table {full_name}: equality deletes are not supported by branchspark serve; write position "
@@ -110,7 +148,9 @@ def snapshot_changes(warehouse: Warehouse, io: FileIO, snapshot: Snapshot | None
     deleted: dict[str, tuple[DataFileRef, np.ndarray]] = {}
     for relative in sorted(removed):
         rows = _footer(warehouse, relative).num_rows
-        doomed = np.setdiff1d(np.arange(rows, dtype=np.int64), gone.get(relative, np.empty(0, np.int64)))
+        still = np.ones(rows, dtype=bool)  # a mask, not a set difference: no sort of the file's positions
+        still[gone.get(relative, np.empty(0, np.int64))] = False
+        doomed = np.flatnonzero(still).astype(np.int64)
         if len(doomed):
             deleted[relative] = (refs[relative], doomed)
     for location in delete_files:
@@ -138,7 +178,60 @@ def snapshot_changes(warehouse: Warehouse, io: FileIO, snapshot: Snapshot | None
     if removed & set(deleted) and added:
         deleted, carried = _without_carried(warehouse, table, lookup.schema, deleted, removed, added)
     written = sum(_footer(warehouse, f"{s.path}/{n}").num_rows for s in added for n in s.files)
-    return SnapshotChanges(added, deleted, carried, written - sum(len(p) for _, p in carried.values()))
+    new_rows = written - sum(len(p) for _, p in carried.values())
+    added, carried, extract = _split_copies(warehouse, added, carried)
+    return SnapshotChanges(added, deleted, carried, new_rows, extract)
+
+
+def _split_copies(warehouse: Warehouse, added: list[SegmentInfo], carried: dict) -> tuple[list, dict, dict]:
+    """(segments, copies, files to extract from): a new file whose rows are at least half copies is not
+    referenced. Referenced, its copies would stay in the table beside the rows they copy (deleted, but read
+    by every scan: a copy-on-write MERGE of a whole table doubles what it holds, and each one after it adds
+    as much again); instead its other rows, the change, are written to a segment of their own. A file of
+    copies only adds nothing. A file mostly of new rows stays where it lies, its few copies deleted."""
+    if not carried:
+        return added, carried, {}
+    carried, extract, segments = dict(carried), {}, []
+    for segment in added:
+        names = []
+        for name in segment.files:
+            relative = f"{segment.path}/{name}"
+            copies = carried.get(relative)
+            rows = _footer(warehouse, relative).num_rows
+            if copies is None or 2 * len(copies[1]) < rows:
+                names.append(name)
+                continue
+            del carried[relative]
+            other = np.ones(rows, dtype=bool)
+            other[copies[1]] = False
+            if other.any():
+                extract[relative] = (segment, np.flatnonzero(other).astype(np.int64))
+        if names:
+            segments.append(replace(segment, files=tuple(names)))
+    return segments, carried, extract
+
+
+def write_extracted(warehouse: Warehouse, table: TableState, extract: dict, seq: int) -> list[SegmentInfo]:
+    """The rows `extract` names (SnapshotChanges.extract), one segment of the commit's sequence per
+    segment they come from (its partition directories below a directory of its own), written with pyarrow
+    as the writer wrote them (its columns and field ids)."""
+    by_segment: dict[str, list] = defaultdict(list)
+    for relative, (segment, positions) in sorted(extract.items()):
+        by_segment[segment.id].append((segment, _table(warehouse, relative).take(pa.array(positions, pa.int64()))))
+    fs, base = files.filesystem(warehouse)
+    segments = []
+    for parts in by_segment.values():
+        segment = parts[0][0]
+        rows = pa.concat_tables([p for _, p in parts], promote_options="permissive")
+        below = segment.path.split(f"{SEGMENT_COLUMN}=", 1)[1].partition("/")[2]  # partition directories
+        directory = warehouse.new_segment_dir(table.id, seq) + (f"/{below}" if below else "")
+        name = f"part-00000-{uuid.uuid4().hex}.parquet"
+        if not warehouse.on_object_store:
+            fs.create_dir(f"{base}/{directory}", recursive=True)
+        pq.write_table(rows, f"{base}/{directory}/{name}", filesystem=fs, coerce_timestamps="us",
+                       allow_truncated_timestamps=True)
+        segments.append(replace(segment, id=uuid.uuid4().hex, path=directory, seq=seq, files=(name,)))
+    return segments
 
 
 def _without_carried(warehouse: Warehouse, table: TableState, schema_of, deleted: dict, removed: set[str],
@@ -160,10 +253,17 @@ def _without_carried(warehouse: Warehouse, table: TableState, schema_of, deleted
     parts += [_values(warehouse, ref, positions, current, current) for ref, positions in new]
     both = pa.concat_tables(parts)
     old_rows = sum(len(p) for _, p in old)
-    key = np.zeros(both.num_rows, dtype=np.int64)
+    # A row's codes as digits of one number, renumbered densely (a sort) only where the next column's
+    # codes would overflow it and once at the end: one sort for a few columns, not one per column.
+    key, span = np.zeros(both.num_rows, dtype=np.int64), 1
     for column in both.columns:
         codes = pc.dictionary_encode(column.combine_chunks(), null_encoding="encode").indices.to_numpy(False)
-        key = np.unique(key * (int(codes.max(initial=0)) + 1) + codes, return_inverse=True)[1].astype(np.int64)
+        size = int(codes.max(initial=0)) + 1
+        if span * size >= 1 << 62:
+            key = np.unique(key, return_inverse=True)[1].astype(np.int64).reshape(-1)
+            span = int(key.max(initial=0)) + 1
+        key, span = key * size + codes, span * size
+    key = np.unique(key, return_inverse=True)[1].astype(np.int64).reshape(-1)
     old_key, new_key = key[:old_rows], key[old_rows:]
     size = int(key.max(initial=0)) + 1
     keep_old = _rank(old_key) < np.bincount(new_key, minlength=size)[old_key]  # an identical copy exists
@@ -209,7 +309,7 @@ def _values(warehouse: Warehouse, ref: DataFileRef, positions: np.ndarray, writt
         if source is not None and source.name in wanted:
             value = rows.column(source.name)
         elif source is not None and source.name in partition_values:
-            value = pa.array([partition_values[source.name]] * len(positions), pa.string())
+            value = deletes.repeated_text(partition_values[source.name], len(positions))
         else:
             value = pa.nulls(len(positions), target)
         columns[f"c{column.id}"] = value.cast(target)
@@ -305,22 +405,23 @@ def write_tombstones(warehouse: Warehouse, table: TableState, schema_of, deleted
                     value = rows.column(column.name)
                     columns[column.name] = value if target is None else value.cast(target)
                 elif column.name in ref.segment.partition_values:  # kept in the directory name, not the file
-                    value = pa.array([ref.segment.partition_values[column.name]] * len(positions), pa.string())
+                    value = deletes.repeated_text(ref.segment.partition_values[column.name], len(positions))
                     columns[column.name] = value.cast(target or pa.string())
                 else:
                     columns[column.name] = pa.nulls(len(positions), target or pa.string())
             name = segment_group(ref.segment)
-            columns[SEGMENT_COLUMN] = pa.array([name] * len(positions), pa.string())
+            columns[SEGMENT_COLUMN] = deletes.repeated_label(name, len(positions))
             if ref.segment.kind in STORED_IDENTITY_KINDS:
-                for hidden in (ROW_FILE, ROW_POS, ROW_SEQ):
+                for hidden in (ROW_POS, ROW_SEQ):
                     columns[hidden] = rows.column(hidden)
+                columns[ROW_FILE] = pc.dictionary_encode(rows.column(ROW_FILE).combine_chunks())
             else:
-                columns[ROW_FILE] = pa.array([ref.row_file] * len(positions), pa.string())
+                columns[ROW_FILE] = deletes.repeated_label(ref.row_file, len(positions))
                 columns[ROW_POS] = pa.array(positions, pa.int64())
                 columns[ROW_SEQ] = pa.array(np.full(len(positions), seq_of_segment_name(name), np.int64))
             columns[TOMB_SEQ] = pa.array(np.full(len(positions), seq, np.int64))
             part = pa.table(columns)
-            row_files.update(part.column(ROW_FILE).to_pylist())
+            row_files.update(pc.unique(part.column(ROW_FILE)).to_pylist())
             segments.add(name)
             parts.append(part)
         rows = pa.concat_tables(parts, promote_options="permissive")
@@ -329,7 +430,7 @@ def write_tombstones(warehouse: Warehouse, table: TableState, schema_of, deleted
         if not warehouse.on_object_store:
             fs.create_dir(f"{base}/{relative}", recursive=True)
         pq.write_table(rows, f"{base}/{relative}/part-00000-{uuid.uuid4().hex}.parquet", filesystem=fs,
-                       coerce_timestamps="us", allow_truncated_timestamps=True)
+                       store_schema=False, coerce_timestamps="us", allow_truncated_timestamps=True)
         tombstones.append(TombstoneInfo(uuid.uuid4().hex, table.id, relative, seq, schema_id, rows.num_rows,
                                         tuple(sorted(segments)), tuple(sorted(row_files))))
     return tombstones

@@ -96,10 +96,28 @@ def position_deletes(warehouse: Warehouse, table: TableState, schema_of, data: l
                 found[ref.relative].append(memo[key])
     out = {}
     for relative, parts in found.items():
-        positions = np.unique(np.concatenate(parts))
-        if len(positions):
-            out[relative] = positions
+        parts = [p for p in parts if len(p)]
+        if len(parts) == 1 and _increasing(parts[0]):  # one tombstone's rows, in file order: sorted already
+            out[relative] = parts[0]
+        elif parts:
+            out[relative] = np.unique(np.concatenate(parts))
     return out
+
+
+def _increasing(positions: np.ndarray) -> bool:
+    return bool(np.all(positions[1:] > positions[:-1]))
+
+
+def repeated_label(value: str, count: int) -> pa.Array:
+    """`count` copies of `value` as a dictionary array of one entry: no copies in memory (a file written
+    with store_schema=False reads back as plain strings; Parquet encodes a string column by dictionary anyway)."""
+    return pa.DictionaryArray.from_arrays(pa.array(np.zeros(count, dtype=np.int32)), pa.array([value], pa.string()))
+
+
+def repeated_text(value: str | None, count: int) -> pa.Array:
+    """A string column of `count` copies of `value` (NULL for None), built in Arrow: a Python list of a
+    million strings took seconds."""
+    return pa.repeat(pa.scalar(value, pa.string()), count)
 
 
 def _read(warehouse: Warehouse, relative: str, columns: list[str]) -> pa.Table:
@@ -156,7 +174,7 @@ def _project_keys(raw: pa.Table, written: Schema, keys, key_names, partition_val
         target = _arrow_type(key)
         if source.name in partition_values:
             value = partition_values[source.name]
-            column = pa.array([value] * raw.num_rows, pa.string()).cast(target)
+            column = repeated_text(value, raw.num_rows).cast(target)
         else:
             column = raw.column(source.name).cast(target)
         columns.append(column)

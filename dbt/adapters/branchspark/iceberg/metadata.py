@@ -63,6 +63,7 @@ from .schema import (
     partition_value,
 )
 
+_WRITTEN_KEPT = 50_000  # manifests, manifest lists and versions' delete files a server remembers (MetadataBuilder)
 # Bump when the files this module writes change shape: new names, so old files are never misread.
 REVISION = "3"  # 2: the unsorted sort order, which Iceberg's Java reader requires; 3: where writers write
 POS_FILE_PATH_ID, POS_POS_ID = 2147483546, 2147483545
@@ -70,6 +71,12 @@ _POSITION_DELETE_SCHEMA = pa.schema([
     pa.field("file_path", pa.string(), nullable=False, metadata={b"PARQUET:field_id": str(POS_FILE_PATH_ID).encode()}),
     pa.field("pos", pa.int64(), nullable=False, metadata={b"PARQUET:field_id": str(POS_POS_ID).encode()}),
 ])
+# Part of a position delete file's name: bump when its bytes change, so a file an older server wrote under
+# the same name (other bytes, another size) is never described with the size of this one's. 2: no Arrow schema.
+_POSITION_DELETES_REVISION = "2"
+# The same columns with the one file path as a dictionary (deletes.repeated_label); the file holds strings.
+_POSITION_DELETE_LABELS = _POSITION_DELETE_SCHEMA.set(0, _POSITION_DELETE_SCHEMA.field(0).with_type(
+    pa.dictionary(pa.int32(), pa.string())))
 INEXACT_PROPERTY = "branchspark.iceberg.inexact"
 # Table properties of Iceberg's own that a client set (write.delete.mode, ...): served under their names too.
 ICEBERG_PROPERTY_PREFIXES = ("write.", "read.", "commit.", "history.")
@@ -101,6 +108,26 @@ class FileStats:
     record_count: int
     size: int
     columns: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class DeleteFile:
+    """A position delete file the server wrote for one data file: where it lies (relative), its rows, bytes."""
+
+    relative: str
+    record_count: int
+    size: int
+
+
+@dataclass(frozen=True)
+class _Described:
+    """A version's snapshot as a chain described it, with what describing the chain up to it left behind."""
+
+    snapshot: Snapshot
+    carried: tuple  # the manifests the next version may keep, with their segments
+    specs: tuple  # the partition specs registered so far, by source ids, in order
+    written_schemas: tuple  # the schemas of the segments so far, in order
+    file_columns: frozenset  # the column names their files hold
 
 
 class _BufferFile(OutputFile):
@@ -149,6 +176,13 @@ class MetadataBuilder:
         self.lookup = lookup
         self._stats: dict[str, FileStats] = {}  # data files never change: their footers are read once
         self.deletes_memo: dict = {}  # what a tombstone deletes in a data file (deletes.py)
+        # (table id, version id) -> its position delete files by data file: a version's snapshot is described
+        # again in the metadata of every later version (its history), without computing its deletes again
+        self._delete_files: dict[tuple[str, str], dict[str, DeleteFile]] = {}
+        # manifests (relative name -> ManifestFile) and manifest lists (-> True) this process wrote or found:
+        # each version's are named again in the metadata of every later version, and not built again
+        self.written: dict[str, object] = {}
+        self.described: dict[str, _Described] = {}  # a version's snapshot, by its chain up to it (_Build.run)
         self._lock = threading.Lock()
         self._building: dict[str, threading.Lock] = {}
 
@@ -164,6 +198,45 @@ class MetadataBuilder:
                 document = _Build(self, table_name, chain).run()
                 files.write_once(self.warehouse, relative, json.dumps(document).encode())
         return files.absolute(self.warehouse, relative), json.loads(files.read(self.warehouse, relative))
+
+    def delete_files(self, table: TableState, refs: list[deletes.DataFileRef], tombstones: list[TombstoneInfo]
+                     ) -> dict[str, DeleteFile]:
+        """The position delete file of each data file of `table` (a version) its tombstones delete rows of,
+        written once (named by the data file and the positions)."""
+        key = (table.id, table.version_id)
+        found = self._delete_files.get(key) if table.version_id else None
+        if found is None:
+            doomed = deletes.position_deletes(self.warehouse, table, self.lookup.schema, refs, tombstones,
+                                              self.deletes_memo)
+            found = {relative: self._write_position_deletes(table, relative, positions)
+                     for relative, positions in sorted(doomed.items())}
+            if table.version_id:
+                if len(self._delete_files) >= _WRITTEN_KEPT:  # a long-running server's memory stays bounded
+                    self._delete_files.clear()
+                self._delete_files[key] = found
+        return found
+
+    def _write_position_deletes(self, table: TableState, relative: str, positions: np.ndarray) -> DeleteFile:
+        target = files.absolute(self.warehouse, relative)
+        name = files.content_name("pos", [target, _digest(positions), _POSITION_DELETES_REVISION], "parquet")
+        delete_relative = f"{files.version_dir(table.id, table.version_id)}/{name}"
+        sink = pa.BufferOutputStream()
+        pq.write_table(pa.table({"file_path": deletes.repeated_label(target, len(positions)),
+                                 "pos": pa.array(positions, pa.int64())}, schema=_POSITION_DELETE_LABELS), sink,
+                       store_schema=False)
+        data = sink.getvalue().to_pybytes()
+        files.write_once(self.warehouse, delete_relative, data)
+        return DeleteFile(delete_relative, len(positions), len(data))
+
+    def remember_described(self, prefix: str, described: "_Described") -> None:
+        if len(self.described) >= _WRITTEN_KEPT:
+            self.described.clear()
+        self.described[prefix] = described
+
+    def remember(self, relative: str, value: object) -> None:
+        if len(self.written) >= _WRITTEN_KEPT:  # a long-running server's memory stays bounded
+            self.written.clear()
+        self.written[relative] = value
 
     def stats(self, relative: str) -> FileStats:
         found = self._stats.get(relative)
@@ -205,15 +278,34 @@ class _Build:
         parent = None
         written_schemas: dict[str, Schema] = {}
         file_columns: set[str] = set()
+        # A version's snapshot depends on the versions before it and on what the whole chain fixes (the
+        # schemas' numbers and field ids, the head's schema and partitioning): described once under that key,
+        # so the metadata of a new version describes only the new version (a chain of k versions was k
+        # snapshots' work on every commit).
+        context = [REVISION, self.table_name, self.head.id, self.head.schema_id, self.head.partition_by,
+                   json.dumps(self.head.schema_history, sort_keys=True, default=str), list(self.schema_ids)]
+        prefix = files.content_name("chain", context, "")
         for version in self.chain:
-            segments = self.b.lookup.segment_infos(version.table.segments)
-            for s in segments:
-                written_schemas.setdefault(s.schema_id, self.b.lookup.schema(s.schema_id))
-            refs = {s.id: deletes.segment_files(self.warehouse, s) for s in segments}
-            for group in refs.values():
-                for ref in group:
-                    file_columns.update(self.b.stats(ref.relative).columns)
-            snapshot, carried = self._snapshot(version, parent, segments, refs, carried)
+            prefix = files.content_name("chain", [prefix, version.commit.id, version.table.version_id], "")
+            known = self.b.described.get(prefix)
+            if known is not None:
+                for source_ids in known.specs:  # the specs it named, registered in the same order
+                    self._spec_by_ids(source_ids)
+                for schema_id in known.written_schemas:
+                    written_schemas.setdefault(schema_id, self.b.lookup.schema(schema_id))
+                file_columns |= known.file_columns
+                snapshot, carried = known.snapshot, list(known.carried)
+            else:
+                segments = self.b.lookup.segment_infos(version.table.segments)
+                for s in segments:
+                    written_schemas.setdefault(s.schema_id, self.b.lookup.schema(s.schema_id))
+                refs = {s.id: deletes.segment_files(self.warehouse, s) for s in segments}
+                for group in refs.values():
+                    for ref in group:
+                        file_columns.update(self.b.stats(ref.relative).columns)
+                snapshot, carried = self._snapshot(version, parent, segments, refs, carried)
+                self.b.remember_described(prefix, _Described(snapshot, tuple(carried), tuple(self.specs),
+                                                             tuple(written_schemas), frozenset(file_columns)))
             snapshots.append(snapshot)
             log.append(SnapshotLogEntry(snapshot_id=snapshot.snapshot_id, timestamp_ms=snapshot.timestamp_ms))
             parent = snapshot
@@ -237,28 +329,31 @@ class _Build:
             manifests.append(manifest)
         tombstones = self.b.lookup.tombstone_infos(table.tombstones)
         all_refs = [ref for s in segments for ref in refs[s.id]]
-        doomed = deletes.position_deletes(self.warehouse, table, self.b.lookup.schema, all_refs, tombstones,
-                                           self.b.deletes_memo)
-        deleted_rows = sum(len(p) for p in doomed.values())
+        doomed = self.b.delete_files(table, all_refs, tombstones)
+        deleted_rows = sum(d.record_count for d in doomed.values())
         doomed_by_spec: dict[int, dict] = {}
         segment_of = {r.relative: r.segment for r in all_refs}
-        for relative, positions in doomed.items():
-            doomed_by_spec.setdefault(self._spec(segment_of[relative]).spec_id, {})[relative] = positions
+        for relative, delete_file in doomed.items():
+            doomed_by_spec.setdefault(self._spec(segment_of[relative]).spec_id, {})[relative] = delete_file
         for group in doomed_by_spec.values():
             manifests.append(self._delete_manifest(table, snapshot_id, seq, schema, all_refs, group))
         name = files.content_name("snap", [snapshot_id, seq] + [m.manifest_path for m in manifests], "avro")
         relative = f"{files.version_dir(table.id, table.version_id)}/{name}"
-        out = _BufferFile(files.absolute(self.warehouse, relative))
-        with write_manifest_list(2, out, snapshot_id, parent.snapshot_id if parent else None, seq, "deflate") as w:
-            w.add_manifests(manifests)
-        files.write_once(self.warehouse, relative, out.data)
+        location = files.absolute(self.warehouse, relative)
+        if relative not in self.b.written:
+            out = _BufferFile(location)
+            with write_manifest_list(2, out, snapshot_id, parent.snapshot_id if parent else None, seq,
+                                     "deflate") as w:
+                w.add_manifests(manifests)
+            files.write_once(self.warehouse, relative, out.data)
+            self.b.remember(relative, True)
         records = sum(self.b.stats(r.relative).record_count for r in all_refs)
         summary = Summary(Operation.OVERWRITE if parent else Operation.APPEND, **{
             "branchspark.commit": version.commit.id, "branchspark.version": table.version_id,
             "total-data-files": str(len(all_refs)), "total-records": str(records - deleted_rows),
             "total-delete-files": str(len(doomed)), "total-position-deletes": str(deleted_rows)})
         snapshot = Snapshot(snapshot_id=snapshot_id, parent_snapshot_id=parent.snapshot_id if parent else None,
-                            sequence_number=seq, timestamp_ms=commit_ms(version.commit), manifest_list=out.location,
+                            sequence_number=seq, timestamp_ms=commit_ms(version.commit), manifest_list=location,
                             summary=summary, schema_id=self.schema_ids[table.schema_id])
         return snapshot, kept
 
@@ -293,59 +388,59 @@ class _Build:
         return Record(*values)
 
     def _data_manifest(self, table, snapshot_id, seq, schema, fresh, refs) -> ManifestFile:
-        entries = []
-        for segment in fresh:
-            for ref in refs[segment.id]:
-                stats = self.b.stats(ref.relative)
-                data = DataFile.from_args(
-                    content=DataFileContent.DATA, file_path=files.absolute(self.warehouse, ref.relative),
-                    file_format=FileFormat.PARQUET, partition=self._partition(segment),
-                    record_count=stats.record_count, file_size_in_bytes=stats.size)
-                data.spec_id = self._spec(segment).spec_id
-                entries.append(ManifestEntry.from_args(status=ManifestEntryStatus.ADDED, snapshot_id=snapshot_id,
-                                                       sequence_number=segment.seq, file_sequence_number=segment.seq,
-                                                       data_file=data))
+        def entries():
+            for segment in fresh:
+                for ref in refs[segment.id]:
+                    stats = self.b.stats(ref.relative)
+                    data = DataFile.from_args(
+                        content=DataFileContent.DATA, file_path=files.absolute(self.warehouse, ref.relative),
+                        file_format=FileFormat.PARQUET, partition=self._partition(segment),
+                        record_count=stats.record_count, file_size_in_bytes=stats.size)
+                    data.spec_id = self._spec(segment).spec_id
+                    yield ManifestEntry.from_args(status=ManifestEntryStatus.ADDED, snapshot_id=snapshot_id,
+                                                  sequence_number=segment.seq, file_sequence_number=segment.seq,
+                                                  data_file=data)
         key = ["data", snapshot_id] + sorted(s.id for s in fresh)
         return self._write_manifest(ManifestWriterV2, self._spec(fresh[0]), table, snapshot_id, seq, schema, key,
                                     entries)
 
     def _delete_manifest(self, table, snapshot_id, seq, schema, refs, doomed) -> ManifestFile:
         by_path = {r.relative: r for r in refs}
-        entries = []
-        for relative, positions in sorted(doomed.items()):
-            target = files.absolute(self.warehouse, relative)
-            name = files.content_name("pos", [target, _digest(positions)], "parquet")
-            delete_relative = f"{files.version_dir(table.id, table.version_id)}/{name}"
-            sink = pa.BufferOutputStream()
-            pq.write_table(pa.table({"file_path": pa.array([target] * len(positions), pa.string()),
-                                     "pos": pa.array(positions, pa.int64())}, schema=_POSITION_DELETE_SCHEMA), sink)
-            data = sink.getvalue().to_pybytes()
-            files.write_once(self.warehouse, delete_relative, data)
-            bound = target.encode()
-            delete = DataFile.from_args(
-                content=DataFileContent.POSITION_DELETES, file_path=files.absolute(self.warehouse, delete_relative),
-                file_format=FileFormat.PARQUET, partition=self._partition(by_path[relative].segment),
-                record_count=len(positions), file_size_in_bytes=len(data),
-                lower_bounds={POS_FILE_PATH_ID: bound}, upper_bounds={POS_FILE_PATH_ID: bound})
-            delete.spec_id = self._spec(by_path[relative].segment).spec_id
-            entries.append(ManifestEntry.from_args(status=ManifestEntryStatus.ADDED, snapshot_id=snapshot_id,
-                                                   sequence_number=seq, file_sequence_number=seq, data_file=delete))
-        key = ["deletes", snapshot_id] + [e.data_file.file_path for e in entries]
-        spec = self._spec(by_path[next(iter(doomed))].segment)
+        ordered = sorted(doomed.items())
+
+        def entries():
+            for relative, delete_file in ordered:
+                bound = files.absolute(self.warehouse, relative).encode()
+                delete = DataFile.from_args(
+                    content=DataFileContent.POSITION_DELETES,
+                    file_path=files.absolute(self.warehouse, delete_file.relative),
+                    file_format=FileFormat.PARQUET, partition=self._partition(by_path[relative].segment),
+                    record_count=delete_file.record_count, file_size_in_bytes=delete_file.size,
+                    lower_bounds={POS_FILE_PATH_ID: bound}, upper_bounds={POS_FILE_PATH_ID: bound})
+                delete.spec_id = self._spec(by_path[relative].segment).spec_id
+                yield ManifestEntry.from_args(status=ManifestEntryStatus.ADDED, snapshot_id=snapshot_id,
+                                              sequence_number=seq, file_sequence_number=seq, data_file=delete)
+        key = ["deletes", snapshot_id] + [files.absolute(self.warehouse, d.relative) for _, d in ordered]
+        spec = self._spec(by_path[ordered[0][0]].segment)
         return self._write_manifest(_DeleteManifestWriter, spec, table, snapshot_id, seq, schema, key, entries)
 
     def _write_manifest(self, writer_class, spec, table, snapshot_id, seq, schema, key, entries) -> ManifestFile:
+        """The manifest of `entries()` (built only when this process has not written or found it yet)."""
         # A manifest names its spec and schema by their ids, which depend on the chain: part of its name too.
         key = [*key, spec.spec_id, spec.model_dump_json(), schema.schema_id]
         relative = f"{files.version_dir(table.id, table.version_id)}/{files.content_name('manifest', key, 'avro')}"
+        found = self.b.written.get(relative)
+        if found is not None:
+            return found
         out = _BufferFile(files.absolute(self.warehouse, relative))
         writer = writer_class(spec, schema, out, snapshot_id, "deflate")
         with writer:
-            for entry in entries:
+            for entry in entries():
                 writer.add_entry(entry)
         manifest = writer.to_manifest_file()
         manifest.sequence_number = seq
         files.write_once(self.warehouse, relative, out.data)
+        self.b.remember(relative, manifest)
         return manifest
 
     # ------------------------------------------------------------- document

@@ -24,7 +24,7 @@ from pyiceberg.table.snapshots import Snapshot as IcebergSnapshot
 from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
 
 from . import files
-from .commit_data import snapshot_changes, write_tombstones
+from .commit_data import ListedEntries, snapshot_changes, write_extracted, write_tombstones
 from .metadata import WRITER_OWNED_PROPERTIES
 from .schema import PARTITION_FIELD_ID_BASE, FieldIds, iceberg_schema, partition_spec, spark_type
 from ..core import errors
@@ -75,6 +75,7 @@ class CatalogWrites:
         self.warehouse = self.lakehouse.warehouse
         # The server reads what writers wrote (manifests, position deletes) with its own credentials.
         self.io = load_file_io(object_store.client_properties(self.warehouse.root, True), self.warehouse.root)
+        self.listed = ListedEntries()  # manifests' entries, read once
 
     # ------------------------------------------------------------ branches
     def branch(self, ref: str) -> str:
@@ -464,29 +465,30 @@ class CatalogWrites:
         it removed and added relative to the table it replaced; rows it rewrote as they were are no change)."""
         state = txn._writable_table(full)
         changes = snapshot_changes(self.warehouse, self.io, snapshot, state, txn.ns,
-                                   self.service.builder.deletes_memo, full, added)
+                                   self.service.builder.deletes_memo, full, added, self.listed)
         if changes.empty:
             return
         seq = txn._seq()
         tombstones = write_tombstones(self.warehouse, state, txn.ns.schema, changes.deleted, seq)
         # the new files' copies of rows a rewrite did not change: deleted at once, the old rows stay
         copies = write_tombstones(self.warehouse, state, txn.ns.schema, changes.carried, seq)
-        txn.ns.add_segments(changes.added)
+        segments = changes.added + write_extracted(self.warehouse, state, changes.extract, seq)
+        txn.ns.add_segments(segments)
         for tombstone in tombstones + copies:
             txn.ns.add_tombstone(tombstone)
-        txn.ns.put_table(state.evolve(segments=state.segments + tuple(s.id for s in changes.added),
+        txn.ns.put_table(state.evolve(segments=state.segments + tuple(s.id for s in segments),
                                       tombstones=state.tombstones + tuple(t.id for t in tombstones + copies)))
         origin = {"iceberg_snapshot": snapshot.snapshot_id if snapshot else None,
                   "iceberg_operation": str(snapshot.summary.operation.value) if snapshot and snapshot.summary else None}
         if replaced:
             txn.record(ObjectKind.TABLE, state.id, full, Op.OVERWRITE, seq=seq, difference=True,
-                       segments_added=[s.id for s in changes.added],
+                       segments_added=[s.id for s in segments],
                        tombstones_added=[t.id for t in tombstones + copies],
                        overwrite_tombstones=[t.id for t in tombstones],
                        segments_touched=sorted({g for t in tombstones for g in first_written_in(t)}),
                        rows=sum(t.row_count for t in tombstones), **origin)
             return
-        added = {"segments_added": [s.id for s in changes.added], "tombstones_added": [t.id for t in copies]}
+        added = {"segments_added": [s.id for s in segments], "tombstones_added": [t.id for t in copies]}
         if tombstones:
             # rows a copy-on-write rewrite or a position delete removed; with new rows, those replace them
             touched = sorted({g for t in tombstones for g in first_written_in(t)})
@@ -494,7 +496,7 @@ class CatalogWrites:
             txn.record(ObjectKind.TABLE, state.id, full, Op.UPDATE if changes.new_rows else Op.DELETE, seq=seq,
                        segments_touched=touched, rows=sum(t.row_count for t in tombstones), **origin,
                        **{**kept, "tombstones_added": [t.id for t in tombstones] + kept.get("tombstones_added", [])})
-        if changes.added and (changes.new_rows or not tombstones):
+        if segments and (changes.new_rows or not tombstones):
             # the copies' tombstone goes with the segments it applies to (a merge carries both)
             txn.record(ObjectKind.TABLE, state.id, full, Op.INSERT, seq=seq, **added, **origin)
 
