@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ipaddress
+import os
 
 import click
 import uvicorn
@@ -32,6 +33,20 @@ def refuse_open_bind(host: str, token: str | None) -> None:
                                      f"127.0.0.1")
 
 
+def no_huge_pages_for_numpy() -> None:
+    """A commit's large numpy arrays without transparent huge pages. numpy asks for them (madvise); where the
+    kernel then compacts memory on each fault (THP defrag "madvise", as on our machines) one pass over a
+    10M-row array stalled up to 40x (a copy-on-write commit at 10M rows: 4 s, of which 2.5 s such stalls).
+    NUMPY_MADVISE_HUGEPAGE is numpy's own switch, read when it is imported: set, it is left alone."""
+    if os.environ.get("NUMPY_MADVISE_HUGEPAGE") is not None:
+        return
+    try:
+        from numpy._core.multiarray import _set_madvise_hugepage  # what numpy calls for that variable
+    except ImportError:
+        return
+    _set_madvise_hugepage(False)
+
+
 @click.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", default=8181, show_default=True, type=int, help="Port to listen on.")
@@ -49,6 +64,7 @@ def serve(obj, host, port, token, vend_credentials, with_ui):
     databases, with their tables and views. Writes land on branches (one commit each); fixed versions and
     protected branches refuse them."""
     refuse_open_bind(host, token)
+    no_huge_pages_for_numpy()
     if with_ui:
         return serve_ui(obj.lakehouse, host, port, token)
     app = create_app(CatalogService(obj.lakehouse, vend_credentials), token)

@@ -37,7 +37,7 @@ from pyiceberg.manifest import DataFileContent, FileFormat
 from pyiceberg.table.snapshots import Snapshot
 from pyspark.sql import types as T
 
-from . import deletes, files
+from . import deletes, files, row_match
 from ..core import errors
 from ..core.catalog.schema import Schema
 from ..core.catalog.state import SegmentInfo, SegmentKind, TableState
@@ -217,7 +217,7 @@ def write_extracted(warehouse: Warehouse, table: TableState, extract: dict, seq:
     as the writer wrote them (its columns and field ids)."""
     by_segment: dict[str, list] = defaultdict(list)
     for relative, (segment, positions) in sorted(extract.items()):
-        by_segment[segment.id].append((segment, _table(warehouse, relative).take(pa.array(positions, pa.int64()))))
+        by_segment[segment.id].append((segment, row_match.take_rows([_table(warehouse, relative)], positions)))
     fs, base = files.filesystem(warehouse)
     segments = []
     for parts in by_segment.values():
@@ -239,9 +239,7 @@ def _without_carried(warehouse: Warehouse, table: TableState, schema_of, deleted
     """(`deleted` without the rows a rewrite copied unchanged, those copies in the new files).
 
     The rows the removed files still held and the new files' rows are matched as multisets by their values
-    in the table's current columns: a copied row pairs with one identical old row. Pairs are found on dense
-    codes of each column's values (dictionary-encoded over both sides together: exact, no hashing), each row
-    numbered among its identical ones."""
+    in the table's current columns (row_match.py): a copied row pairs with one identical old row."""
     current = schema_of(table.schema_id)
     old = [deleted[r] for r in sorted(removed) if r in deleted]
     new = [(ref, np.arange(_footer(warehouse, ref.relative).num_rows, dtype=np.int64))
@@ -249,25 +247,9 @@ def _without_carried(warehouse: Warehouse, table: TableState, schema_of, deleted
     new = [(ref, positions) for ref, positions in new if len(positions)]
     if not new:
         return deleted, {}
-    parts = [_values(warehouse, ref, positions, schema_of(ref.segment.schema_id), current) for ref, positions in old]
-    parts += [_values(warehouse, ref, positions, current, current) for ref, positions in new]
-    both = pa.concat_tables(parts)
-    old_rows = sum(len(p) for _, p in old)
-    # A row's codes as digits of one number, renumbered densely (a sort) only where the next column's
-    # codes would overflow it and once at the end: one sort for a few columns, not one per column.
-    key, span = np.zeros(both.num_rows, dtype=np.int64), 1
-    for column in both.columns:
-        codes = pc.dictionary_encode(column.combine_chunks(), null_encoding="encode").indices.to_numpy(False)
-        size = int(codes.max(initial=0)) + 1
-        if span * size >= 1 << 62:
-            key = np.unique(key, return_inverse=True)[1].astype(np.int64).reshape(-1)
-            span = int(key.max(initial=0)) + 1
-        key, span = key * size + codes, span * size
-    key = np.unique(key, return_inverse=True)[1].astype(np.int64).reshape(-1)
-    old_key, new_key = key[:old_rows], key[old_rows:]
-    size = int(key.max(initial=0)) + 1
-    keep_old = _rank(old_key) < np.bincount(new_key, minlength=size)[old_key]  # an identical copy exists
-    dead_new = _rank(new_key) < np.bincount(old_key, minlength=size)[new_key]
+    keep_old, dead_new = row_match.copies(
+        [_values(warehouse, ref, positions, schema_of(ref.segment.schema_id), current) for ref, positions in old],
+        [_values(warehouse, ref, positions, current, current) for ref, positions in new])
     remaining, at = dict(deleted), 0
     for ref, positions in old:
         kept = keep_old[at:at + len(positions)]
@@ -285,22 +267,15 @@ def _without_carried(warehouse: Warehouse, table: TableState, schema_of, deleted
     return remaining, copies
 
 
-def _rank(key: np.ndarray) -> np.ndarray:
-    """Each row's number among the rows with its key, 0 for the first."""
-    order = np.argsort(key, kind="stable")
-    ordered = key[order]
-    rank = np.empty(len(key), dtype=np.int64)
-    rank[order] = np.arange(len(key)) - np.searchsorted(ordered, ordered, side="left")
-    return rank
-
-
 def _values(warehouse: Warehouse, ref: DataFileRef, positions: np.ndarray, written: Schema, current: Schema
             ) -> pa.Table:
     """The rows at `positions` of a data file written with `written`, in `current`'s columns and types."""
     names = {c.id: written.source_of(c) for c in current.columns}
     in_file = set(_footer(warehouse, ref.relative).schema.to_arrow_schema().names)
     wanted = sorted({s.name for s in names.values() if s is not None and s.name in in_file})
-    rows = _table(warehouse, ref.relative, wanted).take(pa.array(positions, pa.int64()))
+    rows = _table(warehouse, ref.relative, wanted)
+    if len(positions) < rows.num_rows:  # all of a file: no copy of it
+        rows = row_match.take_rows([rows], positions)
     partition_values = ref.segment.partition_values or {}
     columns = {}
     for column in current.columns:
@@ -397,7 +372,7 @@ def write_tombstones(warehouse: Warehouse, table: TableState, schema_of, deleted
         written: Schema = schema_of(schema_id)
         parts, segments, row_files = [], set(), set()
         for ref, positions in group:
-            rows = _table(warehouse, ref.relative).take(pa.array(positions, pa.int64()))
+            rows = row_match.take_rows([_table(warehouse, ref.relative)], positions)
             columns = {}
             for column in written.columns:
                 target = _arrow_type(column)
