@@ -424,6 +424,8 @@ def test_spark_with_iceberg_runtime_writes_a_branch_and_the_merge_is_row_level(l
     # the table holds its 10 first rows and the 5 new images, not the rewrites' copies beside the rows they
     # copied (a referenced copy-on-write file of 5 rows would hold 4 copies: 22 rows and more)
     assert _physical_rows(lh, "shop.items", "sdev", lake["warehouse"]) == 10 + 5
+    # Spark compressed its files as on Iceberg's own catalogs (zstd, served as they set it), not with gzip
+    assert _codecs(lh, "lab.t", "sdev", lake["warehouse"]) == {"ZSTD"}
     # MERGE BRANCH sdev TO main: both sides' rows
     before_merge = lh.resolve("main")
     lh.merge("sdev", "main")
@@ -450,6 +452,17 @@ def _physical_rows(lh, table: str, at: str, warehouse: str) -> int:
     snapshot = lh.snapshot(at)
     segments = snapshot.ns.segment_infos(snapshot.state(table).segments)
     return sum(pq.read_metadata(f"{warehouse}/{s.path}/{n}").num_rows for s in segments for n in s.files)
+
+
+def _codecs(lh, table: str, at: str, warehouse: str) -> set[str]:
+    """The compression codecs of the table's data files at `at`."""
+    import pyarrow.parquet as pq
+
+    snapshot = lh.snapshot(at)
+    segments = snapshot.ns.segment_infos(snapshot.state(table).segments)
+    footers = [pq.read_metadata(f"{warehouse}/{s.path}/{n}") for s in segments for n in s.files]
+    return {f.row_group(g).column(c).compression for f in footers for g in range(f.num_row_groups)
+            for c in range(f.num_columns)}
 
 
 def test_transaction_of_two_tables_is_one_commit_rename_drop_and_namespace_properties(lake):

@@ -229,7 +229,7 @@ def write_extracted(warehouse: Warehouse, table: TableState, extract: dict, seq:
         if not warehouse.on_object_store:
             fs.create_dir(f"{base}/{directory}", recursive=True)
         pq.write_table(rows, f"{base}/{directory}/{name}", filesystem=fs, coerce_timestamps="us",
-                       allow_truncated_timestamps=True)
+                       allow_truncated_timestamps=True, compression=files.parquet_codec(table.properties))
         segments.append(replace(segment, id=uuid.uuid4().hex, path=directory, seq=seq, files=(name,)))
     return segments
 

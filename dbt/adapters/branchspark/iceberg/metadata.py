@@ -80,10 +80,6 @@ _POSITION_DELETE_LABELS = _POSITION_DELETE_SCHEMA.set(0, _POSITION_DELETE_SCHEMA
 INEXACT_PROPERTY = "branchspark.iceberg.inexact"
 # Table properties of Iceberg's own that a client set (write.delete.mode, ...): served under their names too.
 ICEBERG_PROPERTY_PREFIXES = ("write.", "read.", "commit.", "history.")
-# What Iceberg's own catalogs put on every table they create (since 1.4): a Java writer without it compresses
-# with gzip, its old default (measured: files 2.5x as large, a copy-on-write MERGE twice as slow). Served
-# unless the table sets its own.
-ICEBERG_TABLE_DEFAULTS = {"write.parquet.compression-codec": "zstd"}
 # Served per version, never stored: where writers put data files (a segment directory of the table).
 WRITER_OWNED_PROPERTIES = ("write.data.path", "write.folder-storage.path", "write.object-storage.enabled",
                            "write.object-storage.path", "write.metadata.path", "write.location-provider.impl")
@@ -474,7 +470,7 @@ class _Build:
         properties.update({f"branchspark.property.{k}": str(v) for k, v in self.head.properties.items()})
         properties.update({k: str(v) for k, v in self.head.properties.items()
                            if k.startswith(ICEBERG_PROPERTY_PREFIXES) and k not in WRITER_OWNED_PROPERTIES})
-        properties.update({k: v for k, v in ICEBERG_TABLE_DEFAULTS.items() if k not in properties})
+        properties.update({k: v for k, v in files.ICEBERG_TABLE_DEFAULTS.items() if k not in properties})
         properties["write.data.path"] = files.absolute(self.warehouse, files.writers_segment_dir(
             self.warehouse, self.head.id, head.commit.seq, self.head.version_id))
         properties["write.object-storage.enabled"] = "false"

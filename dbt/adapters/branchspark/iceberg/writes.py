@@ -25,7 +25,7 @@ from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
 
 from . import files
 from .commit_data import ListedEntries, snapshot_changes, write_extracted, write_tombstones
-from .metadata import ICEBERG_TABLE_DEFAULTS, WRITER_OWNED_PROPERTIES
+from .metadata import WRITER_OWNED_PROPERTIES
 from .schema import PARTITION_FIELD_ID_BASE, FieldIds, iceberg_schema, partition_spec, spark_type
 from ..core import errors
 from ..core.catalog.namespace import check_name, split_name
@@ -222,7 +222,7 @@ class CatalogWrites:
             last_column_id=max([c.id for c in columns] or [0]), schemas=[schema], current_schema_id=0,
             partition_specs=[spec], default_spec_id=0,
             last_partition_id=max(field_ids.values(), default=PARTITION_FIELD_ID_BASE - 1),
-            properties={**ICEBERG_TABLE_DEFAULTS, **properties, "write.object-storage.enabled": "false",
+            properties={**files.ICEBERG_TABLE_DEFAULTS, **properties, "write.object-storage.enabled": "false",
                         "write.data.path": files.absolute(self.warehouse, files.writers_segment_dir(
                             self.warehouse, table_id, seq, f"staged-{table_id}"))},
             sort_orders=[UNSORTED_SORT_ORDER], default_sort_order_id=UNSORTED_SORT_ORDER.order_id)
