@@ -50,6 +50,28 @@ from .deletes import DataFileRef
 _WRITERS_DIR = re.compile(r"^s\d{16}-[0-9a-f]{12}$")
 
 
+class FileRows:
+    """The data files one commit reads, each read once and kept for the commit: the match reads the removed
+    and new files whole, then the tombstones and extracted rows take from them (a second read of a 10M-row
+    rewrite cost 1 s)."""
+
+    def __init__(self, warehouse: Warehouse):
+        self.warehouse = warehouse
+        self._footers: dict[str, pq.FileMetaData] = {}
+        self._tables: dict[str, pa.Table] = {}
+
+    def footer(self, relative: str) -> pq.FileMetaData:
+        if relative not in self._footers:
+            self._footers[relative] = _footer(self.warehouse, relative)
+        return self._footers[relative]
+
+    def table(self, relative: str) -> pa.Table:
+        """Every column of the file."""
+        if relative not in self._tables:
+            self._tables[relative] = _table(self.warehouse, relative)
+        return self._tables[relative]
+
+
 @dataclass
 class SnapshotChanges:
     added: list[SegmentInfo]
@@ -60,6 +82,7 @@ class SnapshotChanges:
     # new data file that is mostly copies -> (its segment, positions of its other rows): those rows only are
     # kept, written to a segment of the commit (write_extracted); the file itself is not referenced
     extract: dict[str, tuple[SegmentInfo, np.ndarray]] = field(default_factory=dict)
+    rows: FileRows | None = None  # the files it read, for write_tombstones and write_extracted
 
     @property
     def empty(self) -> bool:
@@ -112,6 +135,7 @@ def snapshot_changes(warehouse: Warehouse, io: FileIO, snapshot: Snapshot | None
         relative = files.relative_location(warehouse, location)
         return relative if relative is not None else borrowed.get(files.plain_location(location))
 
+    file_rows = FileRows(warehouse)
     gone = deletes.position_deletes(warehouse, table, lookup.schema, list(refs.values()),
                                     lookup.tombstone_infos(table.tombstones), memo)
     live: set[str] = set()
@@ -147,7 +171,7 @@ def snapshot_changes(warehouse: Warehouse, io: FileIO, snapshot: Snapshot | None
     removed = set(refs) - live
     deleted: dict[str, tuple[DataFileRef, np.ndarray]] = {}
     for relative in sorted(removed):
-        rows = _footer(warehouse, relative).num_rows
+        rows = file_rows.footer(relative).num_rows
         still = np.ones(rows, dtype=bool)  # a mask, not a set difference: no sort of the file's positions
         still[gone.get(relative, np.empty(0, np.int64))] = False
         doomed = np.flatnonzero(still).astype(np.int64)
@@ -176,14 +200,14 @@ def snapshot_changes(warehouse: Warehouse, io: FileIO, snapshot: Snapshot | None
     added = _added_segments(warehouse, table, lookup.schema(table.schema_id), live - set(refs), partitions, full_name)
     carried: dict[str, tuple[DataFileRef, np.ndarray]] = {}
     if removed & set(deleted) and added:
-        deleted, carried = _without_carried(warehouse, table, lookup.schema, deleted, removed, added)
-    written = sum(_footer(warehouse, f"{s.path}/{n}").num_rows for s in added for n in s.files)
+        deleted, carried = _without_carried(file_rows, table, lookup.schema, deleted, removed, added)
+    written = sum(file_rows.footer(f"{s.path}/{n}").num_rows for s in added for n in s.files)
     new_rows = written - sum(len(p) for _, p in carried.values())
-    added, carried, extract = _split_copies(warehouse, added, carried)
-    return SnapshotChanges(added, deleted, carried, new_rows, extract)
+    added, carried, extract = _split_copies(file_rows, added, carried)
+    return SnapshotChanges(added, deleted, carried, new_rows, extract, file_rows)
 
 
-def _split_copies(warehouse: Warehouse, added: list[SegmentInfo], carried: dict) -> tuple[list, dict, dict]:
+def _split_copies(file_rows: FileRows, added: list[SegmentInfo], carried: dict) -> tuple[list, dict, dict]:
     """(segments, copies, files to extract from): a new file whose rows are at least half copies is not
     referenced. Referenced, its copies would stay in the table beside the rows they copy (deleted, but read
     by every scan: a copy-on-write MERGE of a whole table doubles what it holds, and each one after it adds
@@ -197,7 +221,7 @@ def _split_copies(warehouse: Warehouse, added: list[SegmentInfo], carried: dict)
         for name in segment.files:
             relative = f"{segment.path}/{name}"
             copies = carried.get(relative)
-            rows = _footer(warehouse, relative).num_rows
+            rows = file_rows.footer(relative).num_rows
             if copies is None or 2 * len(copies[1]) < rows:
                 names.append(name)
                 continue
@@ -211,13 +235,14 @@ def _split_copies(warehouse: Warehouse, added: list[SegmentInfo], carried: dict)
     return segments, carried, extract
 
 
-def write_extracted(warehouse: Warehouse, table: TableState, extract: dict, seq: int) -> list[SegmentInfo]:
+def write_extracted(warehouse: Warehouse, table: TableState, extract: dict, seq: int, file_rows: FileRows
+                    ) -> list[SegmentInfo]:
     """The rows `extract` names (SnapshotChanges.extract), one segment of the commit's sequence per
     segment they come from (its partition directories below a directory of its own), written with pyarrow
     as the writer wrote them (its columns and field ids)."""
     by_segment: dict[str, list] = defaultdict(list)
     for relative, (segment, positions) in sorted(extract.items()):
-        by_segment[segment.id].append((segment, row_match.take_rows([_table(warehouse, relative)], positions)))
+        by_segment[segment.id].append((segment, row_match.take_rows([file_rows.table(relative)], positions)))
     fs, base = files.filesystem(warehouse)
     segments = []
     for parts in by_segment.values():
@@ -234,7 +259,7 @@ def write_extracted(warehouse: Warehouse, table: TableState, extract: dict, seq:
     return segments
 
 
-def _without_carried(warehouse: Warehouse, table: TableState, schema_of, deleted: dict, removed: set[str],
+def _without_carried(file_rows: FileRows, table: TableState, schema_of, deleted: dict, removed: set[str],
                      added: list[SegmentInfo]) -> tuple[dict, dict]:
     """(`deleted` without the rows a rewrite copied unchanged, those copies in the new files).
 
@@ -242,14 +267,14 @@ def _without_carried(warehouse: Warehouse, table: TableState, schema_of, deleted
     in the table's current columns (row_match.py): a copied row pairs with one identical old row."""
     current = schema_of(table.schema_id)
     old = [deleted[r] for r in sorted(removed) if r in deleted]
-    new = [(ref, np.arange(_footer(warehouse, ref.relative).num_rows, dtype=np.int64))
-           for s in added for ref in deletes.segment_files(warehouse, s)]
+    new = [(ref, np.arange(file_rows.footer(ref.relative).num_rows, dtype=np.int64))
+           for s in added for ref in deletes.segment_files(file_rows.warehouse, s)]
     new = [(ref, positions) for ref, positions in new if len(positions)]
     if not new:
         return deleted, {}
     keep_old, dead_new = row_match.copies(
-        [_values(warehouse, ref, positions, schema_of(ref.segment.schema_id), current) for ref, positions in old],
-        [_values(warehouse, ref, positions, current, current) for ref, positions in new])
+        [_values(file_rows, ref, positions, schema_of(ref.segment.schema_id), current) for ref, positions in old],
+        [_values(file_rows, ref, positions, current, current) for ref, positions in new])
     remaining, at = dict(deleted), 0
     for ref, positions in old:
         kept = keep_old[at:at + len(positions)]
@@ -267,13 +292,13 @@ def _without_carried(warehouse: Warehouse, table: TableState, schema_of, deleted
     return remaining, copies
 
 
-def _values(warehouse: Warehouse, ref: DataFileRef, positions: np.ndarray, written: Schema, current: Schema
+def _values(file_rows: FileRows, ref: DataFileRef, positions: np.ndarray, written: Schema, current: Schema
             ) -> pa.Table:
     """The rows at `positions` of a data file written with `written`, in `current`'s columns and types."""
     names = {c.id: written.source_of(c) for c in current.columns}
-    in_file = set(_footer(warehouse, ref.relative).schema.to_arrow_schema().names)
+    in_file = set(file_rows.footer(ref.relative).schema.to_arrow_schema().names)
     wanted = sorted({s.name for s in names.values() if s is not None and s.name in in_file})
-    rows = _table(warehouse, ref.relative, wanted)
+    rows = file_rows.table(ref.relative).select(wanted)
     if len(positions) < rows.num_rows:  # all of a file: no copy of it
         rows = row_match.take_rows([rows], positions)
     partition_values = ref.segment.partition_values or {}
@@ -361,9 +386,10 @@ def _iceberg_value(text: str | None, column):
     return text
 
 
-def write_tombstones(warehouse: Warehouse, table: TableState, schema_of, deleted: dict, seq: int
-                     ) -> list[TombstoneInfo]:
-    """One tombstone per schema version of the rows `deleted` names: their images and identities."""
+def write_tombstones(warehouse: Warehouse, table: TableState, schema_of, deleted: dict, seq: int,
+                     file_rows: FileRows) -> list[TombstoneInfo]:
+    """One tombstone per schema version of the rows `deleted` names (`file_rows`: the files the commit
+    read): their images and identities."""
     by_schema: dict[str, list[tuple[DataFileRef, np.ndarray]]] = defaultdict(list)
     for ref, positions in deleted.values():
         by_schema[ref.segment.schema_id].append((ref, positions))
@@ -372,7 +398,7 @@ def write_tombstones(warehouse: Warehouse, table: TableState, schema_of, deleted
         written: Schema = schema_of(schema_id)
         parts, segments, row_files = [], set(), set()
         for ref, positions in group:
-            rows = row_match.take_rows([_table(warehouse, ref.relative)], positions)
+            rows = row_match.take_rows([file_rows.table(ref.relative)], positions)
             columns = {}
             for column in written.columns:
                 target = _arrow_type(column)

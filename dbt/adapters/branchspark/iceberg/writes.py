@@ -470,10 +470,10 @@ class CatalogWrites:
         if changes.empty:
             return
         seq = txn._seq()
-        tombstones = write_tombstones(self.warehouse, state, txn.ns.schema, changes.deleted, seq)
+        tombstones = write_tombstones(self.warehouse, state, txn.ns.schema, changes.deleted, seq, changes.rows)
         # the new files' copies of rows a rewrite did not change: deleted at once, the old rows stay
-        copies = write_tombstones(self.warehouse, state, txn.ns.schema, changes.carried, seq)
-        segments = changes.added + write_extracted(self.warehouse, state, changes.extract, seq)
+        copies = write_tombstones(self.warehouse, state, txn.ns.schema, changes.carried, seq, changes.rows)
+        segments = changes.added + write_extracted(self.warehouse, state, changes.extract, seq, changes.rows)
         txn.ns.add_segments(segments)
         for tombstone in tombstones + copies:
             txn.ns.add_tombstone(tombstone)
