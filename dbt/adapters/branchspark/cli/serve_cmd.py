@@ -5,7 +5,13 @@ import ipaddress
 import os
 
 import click
+import pyarrow as pa
 import uvicorn
+
+try:
+    from numpy._core.multiarray import _set_madvise_hugepage  # what numpy calls for NUMPY_MADVISE_HUGEPAGE
+except ImportError:  # another numpy layout: huge pages as numpy decides
+    _set_madvise_hugepage = None
 
 from ..core import errors
 from ..iceberg.routes import create_app
@@ -40,18 +46,12 @@ def steady_memory() -> None:
     kernel compacts memory for on each fault: a copy-on-write commit at 10M rows read its files in 4.4 s
     instead of 0.6 s. Arrow's jemalloc pool (else the system's) and numpy without huge pages instead.
     ARROW_DEFAULT_MEMORY_POOL and NUMPY_MADVISE_HUGEPAGE, where set, are left alone."""
-    import pyarrow as pa
-
     if not os.environ.get("ARROW_DEFAULT_MEMORY_POOL"):
         try:
             pa.set_memory_pool(pa.jemalloc_memory_pool())
         except NotImplementedError:  # a build without jemalloc
             pa.set_memory_pool(pa.system_memory_pool())
-    if os.environ.get("NUMPY_MADVISE_HUGEPAGE") is None:
-        try:
-            from numpy._core.multiarray import _set_madvise_hugepage  # what numpy calls for that variable
-        except ImportError:
-            return
+    if os.environ.get("NUMPY_MADVISE_HUGEPAGE") is None and _set_madvise_hugepage is not None:
         _set_madvise_hugepage(False)
 
 
