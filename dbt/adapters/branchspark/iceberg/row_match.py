@@ -21,7 +21,11 @@ _TRIES = 4  # rows of a removed file tried in turn as the start of its next run
 _MISSES = 6  # lookups in a row that found no run, or a short one, before the rest is left to the exact match
 _SHORT_RUN = 32  # rows
 _STEPS = 4096  # runs looked for per removed file
+# Lookups by value, each a pass over the new rows, in all: a few per removed file and some more, then the
+# rest is left to the exact match (rows rewritten in short runs would otherwise cost a pass per run).
+_LOOKUPS_BASE, _LOOKUPS_PER_FILE = 16, 2
 _WINDOW = 1024  # rows first compared after a run's start
+_NEAR = 8  # rows either side of where a row is expected, looked at before a lookup by value
 
 
 def copies(old_parts: list[pa.Table], new_parts: list[pa.Table]) -> tuple[np.ndarray, np.ndarray]:
@@ -35,9 +39,9 @@ def copies(old_parts: list[pa.Table], new_parts: list[pa.Table]) -> tuple[np.nda
     if not old_rows or not len(dead_new):
         return keep_old, dead_new
     if all(_comparable(t) for t in new.schema.types):
-        at = 0
+        at, lookups = 0, [_LOOKUPS_BASE + _LOOKUPS_PER_FILE * len(old_parts)]
         for part in old_parts:
-            _runs(part, new_parts, new, keep_old[at:at + part.num_rows], dead_new)
+            _runs(part, new_parts, new, keep_old[at:at + part.num_rows], dead_new, lookups)
             at += part.num_rows
     rest_old, rest_new = np.flatnonzero(~keep_old), np.flatnonzero(~dead_new)
     if len(rest_old) and len(rest_new):
@@ -53,26 +57,29 @@ def _comparable(kind: pa.DataType) -> bool:
     return not pa.types.is_nested(kind) and not pa.types.is_dictionary(kind)
 
 
-def _runs(part: pa.Table, new_parts: list[pa.Table], new: pa.Table, kept: np.ndarray, used: np.ndarray) -> None:
+def _runs(part: pa.Table, new_parts: list[pa.Table], new: pa.Table, kept: np.ndarray, used: np.ndarray,
+          lookups: list[int]) -> None:
     """Pair `part`'s rows (one removed file) with identical unused rows of `new` in runs: `kept` and `used`
     marked in place. Rows it finds no run for are left to the exact match; so is the rest of the file once
-    lookups keep finding nothing or only short runs (rows in no order: a lookup costs a pass over `new`)."""
+    lookups keep finding nothing or only short runs, or `lookups` (what is left of them, counted down in
+    place) is spent: rows in no order, a lookup costs a pass over `new`."""
     start, hint, skip, misses = 0, 0, _TRIES, 0
     for _ in range(_STEPS):
         if start >= part.num_rows or misses >= _MISSES:
             return
         found, row = None, start
         for row in range(start, min(start + _TRIES, part.num_rows)):
-            found = _find(part, row, new_parts, new, used, hint)
+            found = _find(part, row, new_parts, new, used, hint + (row - start), lookups)
             if found is not None:
                 break
         if found is None:  # a stretch of changed rows: look further on, further each time
+            hint += row + 1 + skip - start  # where those rows would be, had they stayed
             start, skip, misses = row + 1 + skip, skip * 2, misses + 1
             continue
         same = _run(part, row, new, found, used)
         kept[row:row + len(same)] |= same
         used[found:found + len(same)] |= same
-        misses = 0 if found == hint or len(same) >= _SHORT_RUN else misses + 1
+        misses = 0 if abs(found - hint - (row - start)) <= _NEAR or len(same) >= _SHORT_RUN else misses + 1
         start, hint, skip = row + len(same), found + len(same), _TRIES
 
 
@@ -92,13 +99,21 @@ def _run(part: pa.Table, row: int, new: pa.Table, found: int, used: np.ndarray) 
     return same[:int(np.flatnonzero(same)[-1]) + 1]  # its first row is equal: it was found so
 
 
-def _find(part: pa.Table, row: int, new_parts: list[pa.Table], new: pa.Table, used: np.ndarray, hint: int
-          ) -> int | None:
-    """An unused row of `new` identical to `part`'s row `row`: `hint` if it is one, else the first after
-    `hint`, else the first one at all (None: no such row)."""
+def _find(part: pa.Table, row: int, new_parts: list[pa.Table], new: pa.Table, used: np.ndarray, hint: int,
+          lookups: list[int]) -> int | None:
+    """An unused row of `new` identical to `part`'s row `row`: the nearest to `hint` within _NEAR rows (a
+    row deleted or inserted just before shifts the rest), else by value: the first after `hint`, else the
+    first one at all (None: no such row, or no lookup left)."""
     one = part.slice(row, 1)
-    if hint < new.num_rows and not used[hint] and _same(one, new.slice(hint, 1))[0]:
-        return hint
+    low, high = max(min(hint, new.num_rows) - _NEAR, 0), min(hint + _NEAR + 1, new.num_rows)
+    if low < high:
+        near = low + np.flatnonzero(_same(one.take(pa.array(np.zeros(high - low, np.int64))), new.slice(low, high - low))
+                                    & ~used[low:high])
+        if len(near):
+            return int(near[np.argmin(np.abs(near - hint))])
+    if lookups[0] <= 0:
+        return None
+    lookups[0] -= 1
     first = one.column(0)[0]
     column = new.column(0)
     hits = pc.is_null(column) if not first.is_valid else pc.fill_null(pc.equal(column, first), False)
@@ -124,15 +139,25 @@ def take_rows(parts: list[pa.Table], rows: np.ndarray) -> pa.Table:
 
 
 def _same(left: pa.Table, right: pa.Table) -> np.ndarray:
-    """Row by row, whether two tables of the same columns and length hold identical values (nulls equal)."""
+    """Row by row, whether two tables of the same columns and length hold identical values (nulls equal,
+    floating point values by their bits)."""
     same = None
     for a, b in zip(left.columns, right.columns):
+        if pa.types.is_floating(a.type):  # by their bits: NaN is NaN, -0.0 is not 0.0
+            bits = {16: pa.int16(), 32: pa.int32(), 64: pa.int64()}[a.type.bit_width]
+            a, b = _view(a, bits), _view(b, bits)
         equal = pc.equal(a, b)
         if a.null_count or b.null_count:
             equal = pc.or_(pc.fill_null(equal, False), pc.and_(pc.is_null(a), pc.is_null(b)))
         same = equal if same is None else pc.and_(same, equal)
     return same.to_numpy(zero_copy_only=False).astype(bool, copy=False) if same is not None \
         else np.ones(left.num_rows, dtype=bool)
+
+
+def _view(values: pa.ChunkedArray | pa.Array, kind: pa.DataType) -> pa.ChunkedArray | pa.Array:
+    if isinstance(values, pa.ChunkedArray):
+        return pa.chunked_array([c.view(kind) for c in values.chunks], kind)
+    return values.view(kind)
 
 
 def _pair(key: np.ndarray, old_rows: int) -> tuple[np.ndarray, np.ndarray]:
