@@ -64,8 +64,12 @@ def steady_memory() -> None:
               help="Hand clients the object store's credentials with its endpoint (s3.access-key-id, ...), in the "
                    "config and loadTable answers; without it they bring their own.")
 @click.option("--ui", "with_ui", is_flag=True, help="Also serve the web view (`branchspark ui`) at /.")
+@click.option("--row-cache-mb", default=1024, show_default=True, type=click.IntRange(min=0),
+              envvar="BRANCHSPARK_SERVE_ROW_CACHE_MB",
+              help="Memory for the rows of data files that writers' commits read (a copy-on-write's match, a "
+                   "delete's row images), kept for the next commits; 0: none.")
 @click.pass_obj
-def serve(obj, host, port, token, vend_credentials, with_ui):
+def serve(obj, host, port, token, vend_credentials, with_ui, row_cache_mb):
     """Serve the branches as an Apache Iceberg REST catalog at http://HOST:PORT/iceberg.
 
     A client's `warehouse` picks the branch: main, dev, dev@<commit id> or dev@<ISO time>. Namespaces are
@@ -75,7 +79,7 @@ def serve(obj, host, port, token, vend_credentials, with_ui):
     steady_memory()
     if with_ui:
         return serve_ui(obj.lakehouse, host, port, token)
-    app = create_app(CatalogService(obj.lakehouse, vend_credentials), token)
+    app = create_app(CatalogService(obj.lakehouse, vend_credentials, row_cache_mb), token)
     console.print(f"serving the branches as an Iceberg REST catalog at http://{host}:{port}/iceberg "
                   f"(warehouse = branch){' with a bearer token' if token else ''}")
     uvicorn.run(app, host=host, port=port, log_level="warning")

@@ -39,9 +39,9 @@ def copies(old_parts: list[pa.Table], new_parts: list[pa.Table]) -> tuple[np.nda
     if not old_rows or not len(dead_new):
         return keep_old, dead_new
     if all(_comparable(t) for t in new.schema.types):
-        at, lookups = 0, [_LOOKUPS_BASE + _LOOKUPS_PER_FILE * len(old_parts)]
-        for part in old_parts:
-            _runs(part, new_parts, new, keep_old[at:at + part.num_rows], dead_new, lookups)
+        at, hint, lookups = 0, 0, [_LOOKUPS_BASE + _LOOKUPS_PER_FILE * len(old_parts)]
+        for part in old_parts:  # a writer mostly rewrites files in the order they are listed: each goes on from the last
+            hint = _runs(part, new_parts, new, keep_old[at:at + part.num_rows], dead_new, lookups, hint)
             at += part.num_rows
     rest_old, rest_new = np.flatnonzero(~keep_old), np.flatnonzero(~dead_new)
     if len(rest_old) and len(rest_new):
@@ -58,18 +58,22 @@ def _comparable(kind: pa.DataType) -> bool:
 
 
 def _runs(part: pa.Table, new_parts: list[pa.Table], new: pa.Table, kept: np.ndarray, used: np.ndarray,
-          lookups: list[int]) -> None:
+          lookups: list[int], hint: int) -> int:
     """Pair `part`'s rows (one removed file) with identical unused rows of `new` in runs: `kept` and `used`
-    marked in place. Rows it finds no run for are left to the exact match; so is the rest of the file once
-    lookups keep finding nothing or only short runs, or `lookups` (what is left of them, counted down in
-    place) is spent: rows in no order, a lookup costs a pass over `new`."""
-    start, hint, skip, misses = 0, 0, _TRIES, 0
+    marked in place; the new row after its last run is returned (where the next file's rows would follow).
+    Its first row is looked for near `hint` first. Rows it finds no run for are left to the exact match; so
+    is the rest of the file once lookups keep finding nothing or only short runs, or `lookups` (what is left
+    of them, counted down in place) is spent: rows in no order, a lookup costs a pass over `new`."""
+    start, skip, misses, end = 0, _TRIES, 0, hint
     for _ in range(_STEPS):
         if start >= part.num_rows or misses >= _MISSES:
-            return
+            return end
         found, row = None, start
-        for row in range(start, min(start + _TRIES, part.num_rows)):
-            found = _find(part, row, new_parts, new, used, hint + (row - start), lookups)
+        for by_value in (False, True):  # near where they are expected first: a changed row costs no lookup
+            for row in range(start, min(start + _TRIES, part.num_rows)):
+                found = _find(part, row, new_parts, new, used, hint + (row - start), lookups, by_value)
+                if found is not None:
+                    break
             if found is not None:
                 break
         if found is None:  # a stretch of changed rows: look further on, further each time
@@ -81,6 +85,8 @@ def _runs(part: pa.Table, new_parts: list[pa.Table], new: pa.Table, kept: np.nda
         used[found:found + len(same)] |= same
         misses = 0 if abs(found - hint - (row - start)) <= _NEAR or len(same) >= _SHORT_RUN else misses + 1
         start, hint, skip = row + len(same), found + len(same), _TRIES
+        end = hint
+    return end
 
 
 def _run(part: pa.Table, row: int, new: pa.Table, found: int, used: np.ndarray) -> np.ndarray:
@@ -100,17 +106,18 @@ def _run(part: pa.Table, row: int, new: pa.Table, found: int, used: np.ndarray) 
 
 
 def _find(part: pa.Table, row: int, new_parts: list[pa.Table], new: pa.Table, used: np.ndarray, hint: int,
-          lookups: list[int]) -> int | None:
+          lookups: list[int], by_value: bool) -> int | None:
     """An unused row of `new` identical to `part`'s row `row`: the nearest to `hint` within _NEAR rows (a
-    row deleted or inserted just before shifts the rest), else by value: the first after `hint`, else the
-    first one at all (None: no such row, or no lookup left)."""
+    row deleted or inserted just before shifts the rest); `by_value`: the first after `hint`, else the first
+    one at all (None: no such row, or no lookup left)."""
     one = part.slice(row, 1)
-    low, high = max(min(hint, new.num_rows) - _NEAR, 0), min(hint + _NEAR + 1, new.num_rows)
-    if low < high:
+    if not by_value:
+        low, high = max(min(hint, new.num_rows) - _NEAR, 0), min(hint + _NEAR + 1, new.num_rows)
+        if low >= high:
+            return None
         near = low + np.flatnonzero(_same(one.take(pa.array(np.zeros(high - low, np.int64))), new.slice(low, high - low))
                                     & ~used[low:high])
-        if len(near):
-            return int(near[np.argmin(np.abs(near - hint))])
+        return int(near[np.argmin(np.abs(near - hint))]) if len(near) else None
     if lookups[0] <= 0:
         return None
     lookups[0] -= 1
@@ -131,6 +138,8 @@ def take_rows(parts: list[pa.Table], rows: np.ndarray) -> pa.Table:
     """The rows at ascending positions `rows` of the parts one after the other, taken batch by batch (a
     take from a column of many chunks first copies them all into one)."""
     batches = [b for part in parts for b in part.to_batches() if b.num_rows]
+    if len(rows) == sum(b.num_rows for b in batches):  # every row (they are distinct): no copy
+        return pa.Table.from_batches(batches, schema=parts[0].schema)
     bounds = np.cumsum([0] + [b.num_rows for b in batches])
     cuts = np.searchsorted(rows, bounds)
     return pa.Table.from_batches([batch.take(pa.array(rows[cuts[i]:cuts[i + 1]] - bounds[i]))

@@ -36,8 +36,9 @@ _LOADED_LIMIT = 256
 
 
 class CatalogService:
-    def __init__(self, lakehouse: Lakehouse, vend_credentials: bool = False):
+    def __init__(self, lakehouse: Lakehouse, vend_credentials: bool = False, row_cache_mb: int = 1024):
         self.lakehouse = lakehouse
+        self.row_cache_bytes = row_cache_mb << 20  # writes' commits keep the data files' rows they read
         # what a client needs to open the files: the object store's endpoint, region, path style (and, when
         # the server was told to, its credentials); empty for a local warehouse
         self.file_io = object_store.client_properties(lakehouse.warehouse.root, vend_credentials)

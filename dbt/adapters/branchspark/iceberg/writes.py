@@ -24,7 +24,7 @@ from pyiceberg.table.snapshots import Snapshot as IcebergSnapshot
 from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
 
 from . import files
-from .commit_data import ListedEntries, snapshot_changes, write_extracted, write_tombstones
+from .commit_data import DecodedFiles, ListedEntries, snapshot_changes, write_extracted, write_tombstones
 from .metadata import WRITER_OWNED_PROPERTIES
 from .schema import PARTITION_FIELD_ID_BASE, FieldIds, iceberg_schema, partition_spec, spark_type
 from ..core import errors
@@ -76,6 +76,7 @@ class CatalogWrites:
         # The server reads what writers wrote (manifests, position deletes) with its own credentials.
         self.io = load_file_io(object_store.client_properties(self.warehouse.root, True), self.warehouse.root)
         self.listed = ListedEntries()  # manifests' entries, read once
+        self.decoded = DecodedFiles(service.row_cache_bytes)  # data files' rows, for the next commits
 
     # ------------------------------------------------------------ branches
     def branch(self, ref: str) -> str:
@@ -466,7 +467,8 @@ class CatalogWrites:
         it removed and added relative to the table it replaced; rows it rewrote as they were are no change)."""
         state = txn._writable_table(full)
         changes = snapshot_changes(self.warehouse, self.io, snapshot, state, txn.ns,
-                                   self.service.builder.deletes_memo, full, added, self.listed)
+                                   self.service.builder.deletes_memo, full, added, self.listed,
+                                   self.decoded)
         if changes.empty:
             return
         seq = txn._seq()
