@@ -18,7 +18,7 @@ and small PyIceberg appends (one row per commit, a fresh load_table each time, r
 CommitFailedException) per second, by 1 and by 8 writers at once, against the same server and against
 PyIceberg's SqlCatalog on a SQLite file (what Iceberg's JDBC catalog is for Java). `--scale 0.01`: 100k rows and
 100 changes. Sized for 2 cores and 24 GB: `local[2]`, 4 shuffle partitions, 6 GB driver memory.
-Prints each figure and the ratio bs / hadoop (bs / SqlCatalog for appends: under 1 is faster there); target
+Prints each figure (medians, then each round's serve / hadoop) and the ratio bs / hadoop (bs / SqlCatalog for appends: under 1 is faster there); target
 <= 1.2x for Spark's statements. Exits 0 whatever the ratios are.
 """
 from __future__ import annotations
@@ -221,7 +221,9 @@ def main() -> None:
                 continue
             bs, peer = statistics.median(by[("bs", step)]), statistics.median(by[("hadoop", step)])
             flag = "" if step.startswith("setup") else ("  ok" if bs / peer <= TARGET else f"  > {TARGET}x")
-            print(f"{step:<22}{bs:>10.2f}{peer:>10.2f}{bs / peer:>7.2f}x{flag}", flush=True)
+            rounds = "" if len(by[("bs", step)]) < 2 else "  rounds " + ", ".join(
+                f"{b:.2f}/{h:.2f}" for b, h in zip(by[("bs", step)], by[("hadoop", step)]))
+            print(f"{step:<22}{bs:>10.2f}{peer:>10.2f}{bs / peer:>7.2f}x{flag}{rounds}", flush=True)
         appends = pyiceberg_step(url, root, [int(w) for w in args.writers.split(",")], args.appends)
         print(f"PyIceberg one-row appends per second ({args.appends} per writer):")
         print(f"{'writers':<22}{'serve/s':>10}{'sqlite/s':>10}{'ratio':>8}{'retries':>16}  (ratio: time per commit)")

@@ -488,6 +488,22 @@ def _codecs(lh, table: str, at: str, warehouse: str) -> set[str]:
             for c in range(f.num_columns)}
 
 
+def test_served_write_defaults_unless_the_table_sets_its_own(lake):
+    """Writers are served zstd (Iceberg's catalogs set it; Java falls back to gzip) and position deletes by
+    partition (the server turns them into tombstones: a delete file per data file is only more files to
+    write); a table's own setting wins, in the create answer and every load after it."""
+    from dbt.adapters.branchspark.iceberg.files import ICEBERG_TABLE_DEFAULTS
+
+    assert ICEBERG_TABLE_DEFAULTS == {"write.parquet.compression-codec": "zstd", "write.delete.granularity": "partition"}
+    catalog, schema = _rows_table_on_a_branch(lake, "served")
+    own = catalog.create_table("served.own", schema=schema, properties={"write.delete.granularity": "file"})
+    for table in (catalog.load_table("served.rows"), own, catalog.load_table("served.own")):
+        got = {k: table.properties.get(k) for k in ICEBERG_TABLE_DEFAULTS}
+        expected = dict(ICEBERG_TABLE_DEFAULTS, **({"write.delete.granularity": "file"} if table.name()[-1] == "own"
+                                                  else {}))
+        assert got == expected, table.name()
+
+
 def test_transaction_of_two_tables_is_one_commit_rename_drop_and_namespace_properties(lake):
     lh = lake["lh"]
     lh.create_branch("multi")
