@@ -52,34 +52,35 @@ _WRITERS_DIR = re.compile(r"^s\d{16}-[0-9a-f]{12}$")
 
 
 class DecodedFiles:
-    """The rows of the data files a server read, by location, within `budget` bytes (the least recently used
-    dropped first). A data file never changes (each one a writer or branchspark writes has a new name), and a
+    """The rows of the data files a server read, by location (and footer), within `budget` bytes (the least
+    recently used dropped first). A data file never changes (each one a writer or branchspark writes has a new
+    name; a borrowed file rewritten in place would show another footer), and a
     table's next commits mostly read the files its last one read: a merge-on-read's deleted rows' images lie
     in the files the copy-on-write before it matched, and the next rewrite matches them again. At 10M rows a
     file's read is 0.1-0.4 s of a commit's 0.3-1.2 s."""
 
     def __init__(self, budget: int):
         self.budget, self.held = budget, 0
-        self._tables: OrderedDict[str, pa.Table] = OrderedDict()
+        self._tables: OrderedDict[tuple, pa.Table] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, relative: str) -> pa.Table | None:
+    def get(self, key: tuple) -> pa.Table | None:
         with self._lock:
-            table = self._tables.get(relative)
+            table = self._tables.get(key)
             if table is not None:
-                self._tables.move_to_end(relative)
+                self._tables.move_to_end(key)
             return table
 
-    def put(self, relative: str, table: pa.Table) -> None:
+    def put(self, key: tuple, table: pa.Table) -> None:
         size = table.get_total_buffer_size()
         if size > self.budget:
             return
         with self._lock:
-            if relative in self._tables:
+            if key in self._tables:
                 return
             while self._tables and self.held + size > self.budget:
                 self.held -= self._tables.popitem(last=False)[1].get_total_buffer_size()
-            self._tables[relative] = table
+            self._tables[key] = table
             self.held += size
 
 
@@ -101,11 +102,13 @@ class FileRows:
     def table(self, relative: str) -> pa.Table:
         """Every column of the file."""
         if relative not in self._tables:
-            table = self.decoded.get(relative) if self.decoded is not None else None
+            footer = self.footer(relative)
+            key = (relative, footer.num_rows, footer.serialized_size)
+            table = self.decoded.get(key) if self.decoded is not None else None
             if table is None:
                 table = _table(self.warehouse, relative)
                 if self.decoded is not None:
-                    self.decoded.put(relative, table)
+                    self.decoded.put(key, table)
             self._tables[relative] = table
         return self._tables[relative]
 
@@ -244,7 +247,8 @@ def snapshot_changes(warehouse: Warehouse, io: FileIO, snapshot: Snapshot | None
     if removed_live and added:
         remaining, copied = _without_carried(file_rows, table, lookup.schema, removed_live, added)
     else:
-        remaining = {relative: (ref, _positions(file_rows, ref, still)) for relative, (ref, still) in removed_live.items()}
+        remaining = {relative: (ref, _positions(file_rows, ref, still))
+                     for relative, (ref, still) in removed_live.items()}
     deleted.update(remaining)  # delete files' rows lie in files the snapshot keeps: no overlap
     written = sum(file_rows.footer(f"{s.path}/{n}").num_rows for s in added for n in s.files)
     new_rows = written - sum(int(np.count_nonzero(mask)) for _, mask in copied.values())

@@ -40,7 +40,8 @@ def copies(old_parts: list[pa.Table], new_parts: list[pa.Table]) -> tuple[np.nda
         return keep_old, dead_new
     if all(_comparable(t) for t in new.schema.types):
         at, hint, lookups = 0, 0, [_LOOKUPS_BASE + _LOOKUPS_PER_FILE * len(old_parts)]
-        for part in old_parts:  # a writer mostly rewrites files in the order they are listed: each goes on from the last
+        # a writer mostly rewrites files in the order they are listed: each is expected where the last one ended
+        for part in old_parts:
             hint = _runs(part, new_parts, new, keep_old[at:at + part.num_rows], dead_new, lookups, hint)
             at += part.num_rows
     rest_old, rest_new = np.flatnonzero(~keep_old), np.flatnonzero(~dead_new)
