@@ -18,8 +18,8 @@ and small PyIceberg appends (one row per commit, a fresh load_table each time, r
 CommitFailedException) per second, by 1 and by 8 writers at once, against the same server and against
 PyIceberg's SqlCatalog on a SQLite file (what Iceberg's JDBC catalog is for Java). `--scale 0.01`: 100k rows and
 100 changes. Sized for 2 cores and 24 GB: `local[2]`, 4 shuffle partitions, 6 GB driver memory.
-Prints each figure (medians, then each round's serve / hadoop) and the ratio bs / hadoop (bs / SqlCatalog for appends: under 1 is faster there); target
-<= 1.2x for Spark's statements. Exits 0 whatever the ratios are.
+Prints each figure (medians, then each round's serve / hadoop) and the ratio bs / hadoop (bs / SqlCatalog for
+appends: under 1 is faster there); target <= 1.2x for Spark's statements. Exits 0 whatever the ratios are.
 """
 from __future__ import annotations
 
