@@ -48,6 +48,15 @@ class Timeline:
         with urllib.request.urlopen(f"{self.base}/{path}") as answer:
             return json.load(answer)
 
+    def _finished_jobs(self, label: str) -> list[dict]:
+        """The group's jobs by id, once the UI's listener has seen each end (it runs behind the jobs)."""
+        for _ in range(50):
+            jobs = sorted((j for j in self._get("jobs") if j.get("jobGroup") == label), key=lambda j: j["jobId"])
+            if all("completionTime" in j for j in jobs):
+                return jobs
+            time.sleep(0.1)
+        return [j for j in jobs if "completionTime" in j]
+
     def run(self, label: str, build, act) -> dict:
         """build() -> a DataFrame or None; act(frame) runs it. Times each phase; lists the run's jobs."""
         self.spark.sparkContext.setJobGroup(label, label)
@@ -60,7 +69,7 @@ class Timeline:
         act(frame)
         done = time.time()
         jobs = []
-        for job in sorted((j for j in self._get("jobs") if j.get("jobGroup") == label), key=lambda j: j["jobId"]):
+        for job in self._finished_jobs(label):
             stages = [s for sid in job["stageIds"] for s in self._get(f"stages/{sid}") if s["status"] == "COMPLETE"]
             jobs.append({"from": _stamp(job["submissionTime"]) - planned,
                          "to": _stamp(job["completionTime"]) - planned, "tasks": job["numTasks"],

@@ -204,3 +204,25 @@ def test_the_key_table_and_its_filter_find_every_key_and_no_other(spark):
     for key in probes:
         assert table.newestTombstone(key) == newest.get(key, none), key
     assert spark._jvm.branchspark.DeletedKeys(bytearray(struct.pack(">i", 0))).newestTombstone(-(2 ** 63)) == none
+
+
+@needs_jdk
+def test_a_versions_keys_are_sent_once_and_a_new_delete_sends_new_ones(lh, spark):
+    """Reads of one version reuse its keys' literal (megabytes sent to the JVM once per session, not per read);
+    a delete makes a new version whose reads carry its own keys and leave its rows out; an older version's
+    reads still give its rows."""
+    name = "shop.orders"
+    build(lh, spark, name)
+    held = deleted_keys._literals[spark]
+    held.clear()  # the build's own reads, and earlier tests', sent theirs
+    first, again = lh.read(name), lh.read(name)
+    assert filtered_by_keys(first) and filtered_by_keys(again)
+    assert len(held) == 1
+    (keys, literal), = held.items()
+    before = lh.log("main")[0].id
+    lh.branch("main").delete(name, "id in (0, 1, 2400)")
+    after = lh.read(name)
+    assert filtered_by_keys(after) and len(held) == 2 and held[keys] is literal
+    assert rows(after.select("id", "qty", "label", "part")) == [r for r in expected() if r[0] not in (0, 1, 2400)]
+    assert rows(lh.read(name, at=before).select("id", "qty", "label", "part")) == expected()
+    assert rows(again.select("id", "qty", "label", "part")) == expected()

@@ -16,6 +16,7 @@ from pyspark.sql import functions as F
 from dbt.adapters.branchspark.core import errors
 from dbt.adapters.branchspark.core.changes import table_changes
 from dbt.adapters.branchspark.core.connect import is_connect
+from dbt.adapters.branchspark.core.row_writes import UPSERT_RANGE_BYTES_ENV
 from sorted_rows import rows
 
 TABLE = "shop.accounts"
@@ -101,9 +102,11 @@ def test_string_keys_prune_by_their_order_and_a_redefined_key_prunes_nothing(lh,
     assert lh.read(TABLE).count() == 2100
 
 
-def test_an_upsert_into_a_table_of_many_files_opens_only_those_that_can_hold_its_keys(lh, local_spark):
+def test_an_upsert_into_a_table_of_many_files_opens_only_those_that_can_hold_its_keys(lh, local_spark, monkeypatch):
     """An incremental model's upsert of recent keys (row_writes._upsert_key_range): with enough files that carry a
-    range, only the files whose range meets the new keys' are read; what it replaces and adds is exact."""
+    range, and enough bytes (here any: the table is small), only the files whose range meets the new keys' are
+    read; what it replaces and adds is exact. With the default floor of bytes, so small a table is read whole,
+    without the query for the range."""
     spark = local_spark
     with lh.transaction("main", message="load") as tx:
         tx.create_database("shop")
@@ -113,6 +116,11 @@ def test_an_upsert_into_a_table_of_many_files_opens_only_those_that_can_hold_its
     shutil.move(lowest, lowest + ".aside")
     try:
         changed = accounts(spark, 7990, 8010).withColumn("balance", F.col("balance") + 1000)
+        loaded = lh.snapshot().commit_id
+        with pytest.raises(Exception, match="(?i)missing|not exist|no such file|damaged"):
+            lh.branch("main").upsert(TABLE, changed)  # every file read: the one set aside too
+        assert lh.snapshot().commit_id == loaded
+        monkeypatch.setenv(UPSERT_RANGE_BYTES_ENV, "0")
         lh.branch("main").upsert(TABLE, changed)
         head = lh.snapshot().commit_id
         with pytest.raises(Exception, match="(?i)missing|not exist|no such file|damaged"):

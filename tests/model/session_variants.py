@@ -6,7 +6,7 @@ session has it) or with deletion vectors off (the join, as without the jar); wit
 partitions; with the frames it writes in 1, 2 or 4 partitions (files per write, and which row lands where);
 and with a scan's files packed into one partition or each in its own (as a session with several cores
 splits them); and with an upsert reading only the files whose key range can hold its keys from the first
-such file, or only past its usual count of them (row_writes._upsert_key_range). The master and the JVM's
+such file at any size, or only past its usual count and bytes of them (row_writes._upsert_key_range). The master and the JVM's
 static settings stay the test session's: the feed's own test (tests/core/test_feed_across_merge_sessions.py)
 runs whole sessions of other kinds, on local[1] and local[2].
 """
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from hypothesis import strategies as st
 
 from dbt.adapters.branchspark.core.connect import is_connect
-from dbt.adapters.branchspark.core.row_writes import UPSERT_RANGE_FILES_ENV
+from dbt.adapters.branchspark.core.row_writes import UPSERT_RANGE_BYTES_ENV, UPSERT_RANGE_FILES_ENV
 from dbt.adapters.branchspark.core.storage import deletion_vectors
 from tests.sessions import make_active
 from tests.spark_settings import session_settings
@@ -61,8 +61,10 @@ def varied_session(spark, variant: SessionVariant):
     """The session a batch of `variant` runs on; the test session's settings come back afterwards."""
     session, saved_function, saved_env = spark, deletion_vectors.FUNCTION, os.environ.get("BRANCHSPARK_DELETION_VECTORS")
     saved_ranges = os.environ.get(UPSERT_RANGE_FILES_ENV)
-    if variant.upsert_ranges_always:
+    saved_bytes = os.environ.get(UPSERT_RANGE_BYTES_ENV)
+    if variant.upsert_ranges_always:  # the model's tables are small: any size too
         os.environ[UPSERT_RANGE_FILES_ENV] = "1"
+        os.environ[UPSERT_RANGE_BYTES_ENV] = "0"
     if variant.read == "udf" and not is_connect(spark) and deletion_vectors.enabled(spark):
         deletion_vectors.FUNCTION = _UDF_NAME
         session = spark.newSession()  # registers the UDF on first read
@@ -77,7 +79,8 @@ def varied_session(spark, variant: SessionVariant):
     finally:
         make_active(spark)
         deletion_vectors.FUNCTION = saved_function
-        for name, value in (("BRANCHSPARK_DELETION_VECTORS", saved_env), (UPSERT_RANGE_FILES_ENV, saved_ranges)):
+        for name, value in (("BRANCHSPARK_DELETION_VECTORS", saved_env), (UPSERT_RANGE_FILES_ENV, saved_ranges),
+                            (UPSERT_RANGE_BYTES_ENV, saved_bytes)):
             if value is None:
                 os.environ.pop(name, None)
             else:

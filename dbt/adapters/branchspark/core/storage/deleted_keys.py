@@ -21,11 +21,12 @@ import functools
 import struct
 import threading
 import weakref
+from collections import OrderedDict
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -38,6 +39,9 @@ MAX_KEYS = 1_000_000
 KEY_TYPES = (T.LongType, T.IntegerType, T.ShortType, T.ByteType)
 
 _present: "weakref.WeakKeyDictionary[SparkSession, bool]" = weakref.WeakKeyDictionary()
+# Per session, the literal columns of the last few key sets sent (_literal).
+_literals: "weakref.WeakKeyDictionary[SparkSession, OrderedDict[bytes, Column]]" = weakref.WeakKeyDictionary()
+_LITERALS = 4
 _lock = threading.Lock()
 
 
@@ -78,6 +82,11 @@ def encode(tombstones: list[tuple[str, tuple[tuple[str, int], ...], str]], row_c
     constant; None when they are too many to travel in the plan."""
     if row_count > MAX_KEYS:
         return None
+    return _encoded(tuple(tombstones))
+
+
+@functools.lru_cache(maxsize=8)  # a version's reads repeat: the same bytes object, already sent (_literal)
+def _encoded(tombstones: tuple[tuple[str, tuple[tuple[str, int], ...], str], ...]) -> bytes:
     parts = [_keys(uri, files, column) for uri, files, column in tombstones]
     keys = np.concatenate([k for k, _ in parts]) if parts else np.empty(0, np.int64)
     sequences = np.concatenate([s for _, s in parts]) if parts else np.empty(0, np.int64)
@@ -92,5 +101,20 @@ def without_deleted(rows: DataFrame, key: str, sequence: str, keys: bytes) -> Da
     """`rows` without those the keys delete: `key` and `sequence` are SQL text of the row's key and of the
     sequence it was written with (each cast to BIGINT here)."""
     deleted = F.call_function(FUNCTION, F.expr(f"CAST({key} AS BIGINT)"), F.expr(f"CAST({sequence} AS BIGINT)"),
-                              F.lit(keys))
+                              _literal(rows.sparkSession, keys))
     return rows.where(~deleted)
+
+
+def _literal(spark: SparkSession, keys: bytes) -> Column:
+    """`keys` as a literal column, kept for the session's next reads of the same keys: megabytes sent to the
+    JVM once, not on every read (bytes hash once, and a hit on the cached object compares by identity)."""
+    with _lock:
+        held = _literals.setdefault(spark, OrderedDict())
+        column = held.get(keys)
+        if column is None:
+            column = held[keys] = F.lit(keys)
+            while len(held) > _LITERALS:
+                held.popitem(last=False)
+        else:
+            held.move_to_end(keys)
+        return column

@@ -34,6 +34,7 @@ public final class DeletedKeyExpression extends Expression implements Serializab
   private final byte[] keys;
   private final Seq<Expression> children;
   private transient DeletedKeys interpreted;
+  private transient int hash;  // of the keys too, which can be megabytes: computed once (the planner asks often)
 
   public DeletedKeyExpression(Expression key, Expression sequence, byte[] keys) {
     this.key = key;
@@ -163,6 +164,9 @@ public final class DeletedKeyExpression extends Expression implements Serializab
 
   @Override
   public int hashCode() {
-    return 31 * (31 * key.hashCode() + sequence.hashCode()) + Arrays.hashCode(keys);
+    if (hash == 0) {
+      hash = 31 * (31 * key.hashCode() + sequence.hashCode()) + Arrays.hashCode(keys);
+    }
+    return hash;
   }
 }
