@@ -34,12 +34,19 @@ public final class DeletedKeyExpression extends Expression implements Serializab
   private final byte[] keys;
   private final Seq<Expression> children;
   private transient DeletedKeys interpreted;
-  private transient int hash;  // of the keys too, which can be megabytes: computed once (the planner asks often)
+  // The keys' hash: they can be megabytes, and the optimizer hashes each copy of this expression (its
+  // canonical forms, its constraints) many times, so it is computed once and handed to every copy.
+  private final int keysHash;
 
   public DeletedKeyExpression(Expression key, Expression sequence, byte[] keys) {
+    this(key, sequence, keys, Arrays.hashCode(keys));
+  }
+
+  private DeletedKeyExpression(Expression key, Expression sequence, byte[] keys, int keysHash) {
     this.key = key;
     this.sequence = sequence;
     this.keys = keys;
+    this.keysHash = keysHash;
     this.children = CollectionConverters.asScala(List.of(key, sequence)).toList();
   }
 
@@ -65,7 +72,7 @@ public final class DeletedKeyExpression extends Expression implements Serializab
 
   @Override
   public Expression withNewChildrenInternal(IndexedSeq<Expression> newChildren) {
-    return new DeletedKeyExpression(newChildren.apply(0), newChildren.apply(1), keys);
+    return new DeletedKeyExpression(newChildren.apply(0), newChildren.apply(1), keys, keysHash);
   }
 
   @Override
@@ -159,14 +166,12 @@ public final class DeletedKeyExpression extends Expression implements Serializab
       return false;
     }
     DeletedKeyExpression that = (DeletedKeyExpression) other;
-    return key.equals(that.key) && sequence.equals(that.sequence) && Arrays.equals(keys, that.keys);
+    return keysHash == that.keysHash && key.equals(that.key) && sequence.equals(that.sequence)
+        && Arrays.equals(keys, that.keys);
   }
 
   @Override
   public int hashCode() {
-    if (hash == 0) {
-      hash = 31 * (31 * key.hashCode() + sequence.hashCode()) + Arrays.hashCode(keys);
-    }
-    return hash;
+    return 31 * (31 * key.hashCode() + sequence.hashCode()) + keysHash;
   }
 }

@@ -32,10 +32,18 @@ public final class DeletedRowExpression extends Expression implements Serializab
   private final byte[] vectors;
   private final Seq<Expression> children;
   private transient DeletionVectors interpreted;
+  // The vectors' hash, computed once and handed to every copy: the optimizer hashes each copy of this expression
+  // (its canonical forms, its constraints) many times, and the vectors can be megabytes.
+  private final int vectorsHash;
 
   public DeletedRowExpression(Expression position, byte[] vectors) {
+    this(position, vectors, Arrays.hashCode(vectors));
+  }
+
+  private DeletedRowExpression(Expression position, byte[] vectors, int vectorsHash) {
     this.position = position;
     this.vectors = vectors;
+    this.vectorsHash = vectorsHash;
     this.children = CollectionConverters.asScala(List.of(position)).toList();
   }
 
@@ -57,7 +65,7 @@ public final class DeletedRowExpression extends Expression implements Serializab
 
   @Override
   public Expression withNewChildrenInternal(IndexedSeq<Expression> newChildren) {
-    return new DeletedRowExpression(newChildren.apply(0), vectors);
+    return new DeletedRowExpression(newChildren.apply(0), vectors, vectorsHash);
   }
 
   @Override
@@ -147,11 +155,11 @@ public final class DeletedRowExpression extends Expression implements Serializab
       return false;
     }
     DeletedRowExpression that = (DeletedRowExpression) other;
-    return position.equals(that.position) && Arrays.equals(vectors, that.vectors);
+    return vectorsHash == that.vectorsHash && position.equals(that.position) && Arrays.equals(vectors, that.vectors);
   }
 
   @Override
   public int hashCode() {
-    return 31 * position.hashCode() + Arrays.hashCode(vectors);
+    return 31 * position.hashCode() + vectorsHash;
   }
 }
