@@ -46,3 +46,14 @@ def type_sql(data_type: T.DataType) -> str:
     if isinstance(data_type, T.MapType):
         return f"MAP<{type_sql(data_type.keyType)}, {type_sql(data_type.valueType)}>"
     return data_type.simpleString()
+
+
+def referenced_bigint(value: int) -> str:
+    """SQL for the constant BIGINT `value` that Spark's generated code reads from the query's objects instead of
+    holding it as a literal. Spark writes a BIGINT literal into the Java it generates (then compiles and warms
+    it up), so a tombstone's sequence, new with every commit, made each write compile classes of its own: 2 of
+    the 4 compilations of an upsert in the peers' bench (issue 72). An array is referenced, not written in; the
+    partition id keeps the optimizer from folding the element back into a literal; coalesce keeps the column
+    NOT NULL. Not for a value a reader may filter on: a literal lets Spark prune by it at planning (the change
+    feed's commit labels stay literals for that)."""
+    return f"coalesce(element_at(array(CAST({int(value)} AS BIGINT)), spark_partition_id() * 0 + 1), 0)"

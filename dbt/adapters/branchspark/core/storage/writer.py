@@ -22,7 +22,7 @@ from ..catalog.tombstones import TombstoneInfo, TombstoneSummary
 from . import direct_writes
 from .difference import NEW, OLD, SIDE, observed_changes
 from .layout import SEGMENT_COLUMN, Warehouse
-from .projection import select_sql
+from .projection import referenced_bigint, select_sql
 from .reader import ROW_FILE, ROW_POS, ROW_SEQ, TOMB_SEQ, quote
 
 NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
@@ -104,7 +104,7 @@ class SegmentWriter:
             return None
         relative = self.warehouse.new_tombstone_dir(table.id, seq)
         rows = select_sql(doomed, [*(quote(c.name) for c in schema.columns), SEGMENT_COLUMN, ROW_FILE, ROW_POS,
-                                   ROW_SEQ, f"CAST({int(seq)} AS BIGINT) AS {TOMB_SEQ}"])
+                                   ROW_SEQ, f"{referenced_bigint(seq)} AS {TOMB_SEQ}"])
         observed = None
         if summary is None:
             # Counted while the write runs (observed metrics), not by reading the tombstone back: a job less
@@ -142,7 +142,7 @@ class SegmentWriter:
         assert not table.partition_by, "a difference of a partitioned table is written as two writes"
         segment_dir = self.warehouse.new_segment_dir(table.id, seq)
         rows = select_sql(changed, [*(quote(c.name) for c in schema.columns), SEGMENT_COLUMN, ROW_FILE, ROW_POS,
-                                    ROW_SEQ, f"CAST({int(seq)} AS BIGINT) AS {TOMB_SEQ}", SIDE])
+                                    ROW_SEQ, f"{referenced_bigint(seq)} AS {TOMB_SEQ}", SIDE])
         tombstone_dir = self.warehouse.new_tombstone_dir(table.id, seq)
         removed, added_side = f"{SIDE}={OLD}", f"{SIDE}={NEW}"
         # Committed directly, each side's files are written where they belong: nothing to move afterwards.
