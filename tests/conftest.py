@@ -32,7 +32,7 @@ if os.environ.get("BRANCHSPARK_TEST_S3_URL"):
 CONNECT_URL_VARIABLE = "BRANCHSPARK_TEST_CONNECT_URL"
 TEST_SPARK_CONFIG = {**ONE_PARTITION, **FAST_SMALL_QUERIES, **FAST_TEST_JVM}
 # These check plans made with code generation: they run with Spark's defaults in-process too.
-SPARK_DEFAULT_MODULES = {"test_deletion_vectors", "test_generated_code"}
+SPARK_DEFAULT_MODULES = {"test_deletion_vectors", "test_generated_code", "test_one_task_plans"}
 
 
 def pytest_addoption(parser):

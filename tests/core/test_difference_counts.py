@@ -7,7 +7,7 @@ from pyspark.sql import functions as F
 
 from dbt.adapters.branchspark.core import errors
 
-from dbt.adapters.branchspark.core.storage.difference import (NEW, OLD, SIDE, _fits_one_task, change_counts,
+from dbt.adapters.branchspark.core.storage.difference import (NEW, OLD, SIDE, change_counts, fits_one_task,
                                                               observed_changes)
 from dbt.adapters.branchspark.core.storage.layout import SEGMENT_COLUMN
 from dbt.adapters.branchspark.core.storage.reader import ROW_FILE
@@ -95,7 +95,7 @@ def test_a_difference_that_only_removes_or_only_adds_writes_only_that_side(lh, s
     assert lh.gc(grace_seconds=0).deleted_files == []
 
 
-# --------------------------------------------- a comparison in one task or after a shuffle (difference._fits_one_task)
+# --------------------------------------------- a comparison in one task or after a shuffle (difference.fits_one_task)
 def test_a_comparison_in_one_task_and_one_after_a_shuffle_change_the_same_rows(lh, spark):
     """Old and new rows Spark estimates under its broadcast threshold are compared in one task, with no
     shuffle of their own; larger ones (here: the threshold turned off) after a shuffle by value, or by key
@@ -135,12 +135,13 @@ def test_what_counts_as_small_enough_for_one_task(spark):
     """The relations behind the rows are summed (a WITH query's name aside: its definition's relations count),
     not the plan's estimate of its output (a join's is the product of its sides)."""
     small = spark.range(1000)
-    assert _fits_one_task(small.join(small.selectExpr("id AS other"), F.lit(True)))  # product ~64 MB, inputs 16 KB
-    assert _fits_one_task(spark.sql("WITH x AS (SELECT id FROM range(1000)) SELECT * FROM x JOIN x USING (id)"))
-    assert not _fits_one_task(spark.range(10**9).union(small))  # 8 GB by Spark's estimate
+    assert fits_one_task(small.join(small.selectExpr("id AS other"), F.lit(True)))  # product ~64 MB, inputs 16 KB
+    assert fits_one_task(spark.sql("WITH x AS (SELECT id FROM range(1000)) SELECT * FROM x JOIN x USING (id)"))
+    assert not fits_one_task(spark.range(10**9).union(small))  # 8 GB by Spark's estimate
     threshold = spark.conf.get("spark.sql.autoBroadcastJoinThreshold")
     spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
     try:
-        assert not _fits_one_task(small)
+        assert not fits_one_task(small)
     finally:
         spark.conf.set("spark.sql.autoBroadcastJoinThreshold", threshold)
+

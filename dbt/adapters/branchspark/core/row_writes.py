@@ -21,7 +21,8 @@ from .catalog.state import SegmentKind, TableState
 from .catalog.tombstones import first_written_in
 from .key_predicates import key_bounds
 from .operations import ObjectKind, Op
-from .storage.difference import KEY_NEW_ROWS, NEW, OLD, SIDE, change_counts, difference, differs, observed_changes
+from .storage.difference import (KEY_NEW_ROWS, NEW, OLD, SIDE, change_counts, difference, differs, fits_one_task,
+                                 observed_changes)
 from .storage.layout import SEGMENT_COLUMN
 from .storage.reader import PREV_FILE, PREV_POS, ROW_FILE, ROW_POS, quote
 from .storage.writer import RANGED_KEY_TYPES
@@ -263,9 +264,15 @@ class RowWrites:
         if not state.segments:
             return writer.write_segments(state, schema, new, seq, SegmentKind.DATA, fault=fault), None
         # Only the keys it writes: their current rows, compared by value with the new ones.
-        matched = (self.reader.read(state, with_row_ids=True, key_range=self._upsert_key_range(state, new, key))
-                   .join(new.select(*[quote(k) for k in key]), key, "left_semi"))
-        changed = self._write_difference(state, matched, new, seq, checks=checks)
+        current = self.reader.read(state, with_row_ids=True, key_range=self._upsert_key_range(state, new, key))
+        keys = new.select(*[quote(k) for k in key])
+        one_task = fits_one_task(current, new, new)  # the comparison's inputs: the current rows, new's keys, new
+        if one_task:
+            # Compared in one task and planned at once (difference.py), without adaptive execution, which would
+            # have chosen this broadcast from the cached new rows' size once they were computed.
+            keys = F.broadcast(keys)
+        matched = current.join(keys, key, "left_semi")
+        changed = self._write_difference(state, matched, new, seq, checks=checks, one_task=one_task)
         if changed is None:  # values that cannot be compared: every matched row is replaced
             if checks:
                 self._check_rows(name, state, schema, new, key, "key", against_table=False)
@@ -312,7 +319,7 @@ class RowWrites:
             raise
 
     def _write_difference(self, state: TableState, old: DataFrame, new: DataFrame, seq: int, staged: list = (),
-                          checks: tuple[str, list[str]] | None = None):
+                          checks: tuple[str, list[str]] | None = None, one_task: bool | None = None):
         """Stage only what replacing `old` (rows with ids) by `new` (conformed rows) changes: a tombstone of
         the old rows without an identical new row, a segment of the new rows without an identical old row.
         Rows both hold stay as they are: no tombstone, no new row, no change in the feed. `staged`: segments
@@ -322,13 +329,15 @@ class RowWrites:
         otherwise the tombstone's write fills a cache of the difference that the segment's write reads.
         `checks`, (table name, primary key), only with that one write: the write also counts the new rows
         with a NULL where none may be and the keys they repeat, and refuses them after it (its files deleted)
-        as _check_rows would."""
+        as _check_rows would. `one_task`: whether the comparison fits one task, when the caller knows
+        (difference.fits_one_task)."""
         schema = self._schema(state)
         writer, fault = self.lakehouse.writer, self.lakehouse.fault
         assert not (checks and (staged or state.partition_by)), "only the one write checks new rows"
 
         def stage():
-            changed = difference(old, new, [c.name for c in schema.columns], key=checks[1] if checks else None)
+            changed = difference(old, new, [c.name for c in schema.columns], key=checks[1] if checks else None,
+                                 one_task=one_task)
             if changed is None:
                 return None
             if not staged and not state.partition_by:  # both sides in one write

@@ -11,6 +11,7 @@ One shuffle on the rows' values (or on a key), in Spark, or none when what they 
 """
 from __future__ import annotations
 
+from py4j.protocol import Py4JError
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -82,15 +83,16 @@ def comparable_expression(sql: str, data_type: T.DataType) -> str | None:
     return sql if _orderable(data_type) else None
 
 
-def difference(old: DataFrame, new: DataFrame, columns: list[str], key: list[str] | None = None
-               ) -> DataFrame | None:
+def difference(old: DataFrame, new: DataFrame, columns: list[str], key: list[str] | None = None,
+               one_task: bool | None = None) -> DataFrame | None:
     """Rows of `old` (with row ids) and of `new` that the other lacks, as multisets of `columns`' values.
 
     Returns `columns`, the row-id columns (NULL on new rows) and SIDE; None when a column's type cannot
     be compared (a map nested in another type), so the caller replaces every row instead. With `key` (a
     key `old` holds once at most), the rows are compared clustered by key, which the comparison by value
     needs no second shuffle for, and each row also carries KEY_NEW_ROWS: a key that repeats in `new`
-    shows on at least one returned row, since one old row pairs with one new row at most."""
+    shows on at least one returned row, since one old row pairs with one new row at most. `one_task`: what
+    `fits_one_task` of the rows' inputs answered, when the caller asked it already (None: asked here)."""
     schema = old.schema
     values = [comparable_sql(c, schema[c].dataType) for c in columns]
     if any(v is None for v in values):
@@ -98,7 +100,8 @@ def difference(old: DataFrame, new: DataFrame, columns: list[str], key: list[str
     names = [quote(c) for c in columns]
     missing = [f"CAST(NULL AS {schema[c].dataType.simpleString()}) AS {c}" for c in ROW_ID_COLUMNS]
     return _unpaired(old, new, values, [SEGMENT_COLUMN, ROW_FILE, ROW_POS], [quote(k) for k in key or ()],
-                     old_columns=[*names, *ROW_ID_COLUMNS], new_columns=[*names, *missing])
+                     old_columns=[*names, *ROW_ID_COLUMNS], new_columns=[*names, *missing], one_plan=True,
+                     one_task=one_task)
 
 
 def unpaired(old: DataFrame, new: DataFrame, columns: list[str], order: list[str]) -> DataFrame | None:
@@ -110,12 +113,15 @@ def unpaired(old: DataFrame, new: DataFrame, columns: list[str], order: list[str
 
 
 def _unpaired(old: DataFrame, new: DataFrame, values: list[str], order: list[str], key: list[str] = (),
-              old_columns: list[str] = ("*",), new_columns: list[str] = ("*",)) -> DataFrame:
+              old_columns: list[str] = ("*",), new_columns: list[str] = ("*",), one_plan: bool = False,
+              one_task: bool | None = None) -> DataFrame:
     # Each side projected once, its label with its columns: every projection is a plan Spark analyzes.
     rows = select_sql(old, [*old_columns, f"{OLD} AS {SIDE}"]).unionByName(
         select_sql(new, [*new_columns, f"{NEW} AS {SIDE}"]))
-    if _fits_one_task(rows):
+    if fits_one_task(rows) if one_task is None else one_task:
         rows = rows.coalesce(1)  # one partition is clustered by anything: no shuffle follows
+        if one_plan:
+            rows = _planned_at_once(rows)
     elif key:  # rows clustered by key are clustered by value too (the key is part of the value)
         rows = rows.repartition(*[F.expr(k) for k in key])
     per_key = [f"sum({SIDE}) OVER (PARTITION BY {', '.join(key)}) AS {KEY_NEW_ROWS}"] if key else []
@@ -130,28 +136,53 @@ def _unpaired(old: DataFrame, new: DataFrame, values: list[str], order: list[str
             .drop(_RANK, _OLD_COUNT, _NEW_COUNT))
 
 
-def _fits_one_task(rows: DataFrame) -> bool:
-    """Whether what the comparison reads is small: every relation behind `rows` (the old and new rows),
-    by Spark's estimate (file sizes for scans), adds up to no more than its broadcast threshold
+def fits_one_task(*frames: DataFrame) -> bool:
+    """Whether what a comparison of `frames` reads is small: every relation behind them (a frame read twice
+    counted twice), by Spark's estimate (file sizes for scans), adds up to no more than its broadcast threshold
     (`spark.sql.autoBroadcastJoinThreshold`). Then one task compares them, in the stage that computes them,
     where a shuffle would add a stage and a job of fixed cost (docs/performance.md). The inputs are summed, not
     the plan's own estimate of its output, which for a join is the product of its sides. A Spark Connect
     client has no estimate, so it shuffles."""
-    if is_connect(rows.sparkSession):
+    spark = frames[0].sparkSession
+    if is_connect(spark):
         return False
-    threshold = rows.sparkSession._jsparkSession.sessionState().conf().autoBroadcastJoinThreshold()
+    threshold = spark._jsparkSession.sessionState().conf().autoBroadcastJoinThreshold()
     if threshold <= 0:  # broadcasts turned off: so is this
         return False
-    leaves = rows._jdf.queryExecution().analyzed().collectLeaves()
     total = 0
-    for i in range(leaves.size()):
-        leaf = leaves.apply(i)
-        if leaf.nodeName() == "CTERelationRef":  # a WITH query's name: its definition's relations are leaves too
-            continue
-        total += int(str(leaf.stats().sizeInBytes()))  # a Scala BigInt
-        if total > threshold:
-            return False
+    for frame in frames:
+        leaves = frame._jdf.queryExecution().analyzed().collectLeaves()
+        for i in range(leaves.size()):
+            leaf = leaves.apply(i)
+            if leaf.nodeName() == "CTERelationRef":  # a WITH query's name: its definition's relations are leaves too
+                continue
+            total += int(str(leaf.stats().sizeInBytes()))  # a Scala BigInt
+            if total > threshold:
+                return False
     return True
+
+
+def _planned_at_once(rows: DataFrame) -> DataFrame:
+    """`rows` planned in a copy of their session (every setting, function and view the same) with adaptive
+    execution off: a small comparison in one task, which a write runs once, then plans in one go. Adaptive
+    execution would run the cached new rows and the broadcast of their keys as query stages of their own,
+    re-planning the rest after each: about 0.1 s of a 0.6 s upsert at 100k rows (docs/performance.md), for a plan
+    it cannot improve. A copy per write (7 ms), so no other query of the session, in this thread or another, sees
+    the setting. The Python frame keeps the caller's session: a new pyspark session would put back pyspark's own
+    error hook in place of branchspark's (spark_errors.py). Unchanged on a Spark Connect client, where adaptive
+    execution is off already, and on a Spark without these classes (the plan then stays adaptive)."""
+    spark = rows.sparkSession
+    if is_connect(spark):
+        return rows
+    try:
+        if not spark._jsparkSession.sessionState().conf().adaptiveExecutionEnabled():
+            return rows
+        copy = spark._jsparkSession.cloneSession()
+        copy.conf().set("spark.sql.adaptive.enabled", "false")
+        planned = spark._jvm.org.apache.spark.sql.classic.Dataset.ofRows(copy, rows._jdf.queryExecution().analyzed())
+    except Py4JError:  # a Spark of other internals: only this saving is lost
+        return rows
+    return DataFrame(planned, spark)
 
 
 def change_counts() -> list[Column]:
