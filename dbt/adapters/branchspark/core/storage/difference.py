@@ -169,8 +169,8 @@ def _planned_at_once(rows: DataFrame) -> DataFrame:
     re-planning the rest after each: about 0.1 s of a 0.6 s upsert at 100k rows (docs/performance.md), for a plan
     it cannot improve. A copy per write (7 ms), so no other query of the session, in this thread or another, sees
     the setting. The Python frame keeps the caller's session: a new pyspark session would put back pyspark's own
-    error hook in place of branchspark's (spark_errors.py). Unchanged on a Spark Connect client, where adaptive
-    execution is off already, and on a Spark without these classes (the plan then stays adaptive)."""
+    error hook in place of branchspark's (spark_errors.py). Unchanged on a Spark Connect client, in a session whose
+    adaptive execution is off already, and on a Spark without these classes (the plan then stays adaptive)."""
     spark = rows.sparkSession
     if is_connect(spark):
         return rows
