@@ -7,10 +7,10 @@ The table is bench/peers.py's (id, amount, customer; 10M rows at scale 1, `--sca
 upserts of 1/1000 of the rows and a delete of 1% of them, as peers.py's scan step finds it. For each path,
 each round (the last of `--repeats`, after a warm-up, is printed in full):
 
-    scan        lh.read then every column hashed and summed, as peers.py's scan: keyed tombstones applied in
-                the scan (storage/deleted_keys.py) against the anti-join they replaced
-                (BRANCHSPARK_DELETION_VECTORS=off takes it), and a plain Parquet scan of the same live rows
-                (written once, untimed): the floor
+    scan        lh.read then every column hashed and summed, as peers.py's scan: the deleted rows dropped by
+                position (reader.by_position), against each row's key probed (storage/deleted_keys.py, the
+                read before it) and the anti-join (BRANCHSPARK_DELETION_VECTORS=off takes it), and a plain
+                Parquet scan of the same live rows (written once, untimed): the floor
     changes     branch_changes of the last upsert, read in full
     upsert      an upsert of 1/1000 of the rows (a new set each round)
 
@@ -33,6 +33,7 @@ import peers_side
 from dbt.adapters.branchspark.core.changes import table_changes
 from dbt.adapters.branchspark.core.lakehouse import Lakehouse
 from dbt.adapters.branchspark.core.spark_session import local_session
+from dbt.adapters.branchspark.core.storage import reader
 
 TABLE = "bench.t"
 
@@ -74,6 +75,7 @@ class Timeline:
             jobs.append({"from": _stamp(job["submissionTime"]) - planned,
                          "to": _stamp(job["completionTime"]) - planned, "tasks": job["numTasks"],
                          "stages": len(stages), "rows": sum(s["inputRecords"] for s in stages),
+                         "bytes": sum(s["inputBytes"] for s in stages),
                          "cpu": sum(s["executorCpuTime"] for s in stages) / 1e9,
                          "name": job.get("name", "")[:60]})
         self.spark.sparkContext.setJobGroup("", "")
@@ -95,7 +97,7 @@ def show(label: str, runs: list[dict]) -> None:
           f"{sum(j['stages'] for j in last['jobs'])} stages, executor CPU {sum(j['cpu'] for j in last['jobs']) * 1000:.0f} ms")
     for job in last["jobs"]:
         print(f"    job +{job['from'] * 1000:5.0f} .. +{job['to'] * 1000:5.0f} ms: {job['tasks']} tasks, "
-              f"{job['stages']} stages, {job['rows']} rows read, CPU {job['cpu'] * 1000:.0f} ms; {job['name']}")
+              f"{job['stages']} stages, {job['rows']} rows ({job['bytes'] / 1e6:.1f} MB) read, CPU {job['cpu'] * 1000:.0f} ms; {job['name']}")
 
 
 def main() -> None:
@@ -134,17 +136,22 @@ def main() -> None:
         if "scan" in paths:
             floor = os.path.join(root, "live")
             lh.read(TABLE).write.mode("overwrite").parquet(floor)
-            sides = {"scan, keys in the scan": ("on", scan), "scan, anti-join": ("off", scan),
+            by_position = reader.by_position
+            sides = {"scan, rows dropped by position": ("on", scan, by_position),
+                     "scan, keys probed in every segment": ("on", scan, lambda table, segments, tombstones: set()),
+                     "scan, anti-join": ("off", scan, by_position),
                      "scan floor: plain Parquet of the live rows":
-                         ("on", lambda: spark.read.parquet(floor).selectExpr(*peers_side.ROW_HASH_SUM))}
+                         ("on", lambda: spark.read.parquet(floor).selectExpr(*peers_side.ROW_HASH_SUM), by_position)}
             runs = {label: [] for label in sides}
             for round_index in range(args.repeats + 1):  # the first round warms up
-                for label, (vectors, build) in sides.items():
+                for label, (vectors, build, segments_by_position) in sides.items():
                     os.environ["BRANCHSPARK_DELETION_VECTORS"] = vectors
+                    reader.by_position = segments_by_position
                     answer = timeline.run(f"{label}-{round_index}", build, hashed)
                     if round_index:
                         runs[label].append(answer)
             os.environ["BRANCHSPARK_DELETION_VECTORS"] = "on"
+            reader.by_position = by_position
             for label, answers in runs.items():
                 show(label, answers)
         if "changes" in paths:

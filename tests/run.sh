@@ -3,8 +3,8 @@
 # S3-compatible server (moto) and a Spark standalone cluster with a Spark Connect server on it are started here
 # unless BRANCHSPARK_TEST_PG_URL / BRANCHSPARK_TEST_S3_URL / BRANCHSPARK_TEST_CONNECT_URL already name running
 # ones, and stopped at the end. Pass 1 runs every test in-process (catalog and merge tests on SQLite and
-# PostgreSQL) but dbt's conformance suites; pass 2 runs those, the merge base, the deletion-vector reads, the
-# keyless feed across a merge (issue 67) and the sample project on S3 through Spark Connect on the cluster (a
+# PostgreSQL) but dbt's conformance suites; pass 2 runs those, the merge base, the deletion-vector reads (keyless
+# and keyed), the keyless feed across a merge (issue 67) and the sample project on S3 through Spark Connect on the cluster (a
 # master and two 1-core worker JVMs). At the long depth both passes run only what `make test-long` adds: the `deep`
 # tests at full size and the long-only ones (tests/depth.py), such as the conformance suites in-process and the
 # merge matrix and rules through Connect.
@@ -81,6 +81,7 @@ started=$SECONDS
 # The sample project's dbt flow on S3 runs here, on the cluster (tests/conftest.py leaves it out of pass 1).
 "$PY" -m pytest --connect tests/functional/adapter tests/core/test_merge_base.py tests/core/test_merge_matrix.py \
   tests/core/test_merge_rules.py tests/core/test_deletion_vectors.py tests/core/test_merge_keyless_on_conflict.py \
+  tests/core/test_keyed_positions.py \
   tests/core/test_connect_sessions.py \
   "$ON_THE_CLUSTER" "$DAMAGED_FILE" "$CLOCK_UPDATE" \
   -k "not postgresql and not s3_warehouse" \

@@ -9,7 +9,7 @@ import io
 import pytest
 from pyspark.sql import functions as F
 
-from dbt.adapters.branchspark.core.storage import deleted_keys
+from dbt.adapters.branchspark.core.storage import deleted_keys, reader
 from sorted_rows import rows
 
 from tests.core.test_deletion_vectors import needs_jdk
@@ -24,6 +24,13 @@ def plan_text(df) -> str:
 
 def filtered_by_keys(df) -> bool:
     return deleted_keys.FUNCTION in plan_text(df)
+
+
+@pytest.fixture(autouse=True)
+def keys_probed(monkeypatch):
+    """Every keyed segment probes keys here: these tests check the probe. A segment every newer tombstone
+    covers reads by position instead (reader.by_position), checked against the probe in test_keyed_positions.py."""
+    monkeypatch.setattr(reader, "by_position", lambda table, segments, tombstones: set())
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 from . import errors, spark_errors
 from .catalog.schema import Column, Schema, history_entry
 from .catalog.state import SegmentKind, TableState
-from .catalog.tombstones import first_written_in
+from .catalog.tombstones import first_written_in, written_over
 from .key_predicates import key_bounds
 from .operations import ObjectKind, Op
 from .storage.difference import (KEY_NEW_ROWS, NEW, OLD, SIDE, change_counts, difference, differs, fits_one_task,
@@ -171,8 +171,17 @@ class RowWrites:
     def _tombstone(self, name: str, state: TableState, doomed: DataFrame, seq: int):
         tombstone = self.lakehouse.writer.write_tombstone(state, self._schema(state), doomed, seq,
                                                           fault=self.lakehouse.fault)
-        if tombstone is not None:
-            self.ns.add_tombstone(tombstone)
+        return self._add_tombstone(state, tombstone)
+
+    def _add_tombstone(self, state: TableState, tombstone):
+        """Stage a tombstone of rows read from `state`. On a keyed table each of these writes reads the live rows
+        of the keys it deletes from `state`, all of them (keys are unique), so it records that version: a read
+        can then drop those rows by position (reader.by_position)."""
+        if tombstone is None:
+            return None
+        if state.primary_key:
+            tombstone = written_over(tombstone, state.segments, state.tombstones)
+        self.ns.add_tombstone(tombstone)
         return tombstone
 
     def delete(self, name: str, predicate: str) -> int:
@@ -351,9 +360,7 @@ class RowWrites:
 
                 segments, tombstone = writer.write_difference(
                     state, schema, changed.observe(observed, *metrics), seq, counts, fault=fault)
-                if tombstone is not None:
-                    self.ns.add_tombstone(tombstone)
-                return segments, tombstone
+                return segments, self._add_tombstone(state, tombstone)
             # Change-sized and read by both writes: the tombstone's write computes it, fills the cache and
             # counts it (observed metrics); the segment's write reads the cache.
             changed = changed.cache()
@@ -363,8 +370,7 @@ class RowWrites:
                     state, schema, changed.observe(observed, *change_counts()).where(f"{SIDE} = {OLD}"), seq,
                     fault=fault, summary=lambda: observed_changes(observed)[0])
                 added = observed_changes(observed)[1]
-                if tombstone is not None:
-                    self.ns.add_tombstone(tombstone)
+                tombstone = self._add_tombstone(state, tombstone)
                 if bool(staged) and added and added == writer.row_count(staged):  # every new row is added
                     return list(staged), tombstone
                 segments = []

@@ -136,6 +136,9 @@ class Tombstone(Base):
     files: Mapped[list | None] = mapped_column(JSON, nullable=True)  # its own files, relative to `path` (0004)
     file_sizes: Mapped[list | None] = mapped_column(JSON, nullable=True)  # their bytes, in order
     file_etags: Mapped[list | None] = mapped_column(JSON, nullable=True)  # their ETags, in order (0007)
+    # A keyed tombstone's rows are every live row of its keys in the version it was written over (0008):
+    # {"segments": [ids], "tombstones": [ids]} of that version; null where not recorded.
+    written_over: Mapped[dict | None] = mapped_column(JSON, nullable=True)
 
 
 Index("ix_bs_commits_parent", Commit.parent_id)

@@ -530,7 +530,9 @@ class CatalogStore:
         tomb_rows = [{"id": t.id, "table_id": t.table_id, "path": t.path, "seq": t.seq, "schema_id": t.schema_id,
                       "row_count": t.row_count, "target_segments": list(t.target_segments),
                       "target_files": list(t.target_files), "files": list(t.files) or None,
-                      "file_sizes": list(t.file_sizes) or None, "file_etags": list(t.file_etags) or None}
+                      "file_sizes": list(t.file_sizes) or None, "file_etags": list(t.file_etags) or None,
+                      "written_over": None if t.over_segments is None else {
+                          "segments": list(t.over_segments), "tombstones": list(t.over_tombstones or ())}}
                      for t in tombstones]
         if tomb_rows:
             conn.execute(insert(m.Tombstone), tomb_rows)
@@ -569,7 +571,8 @@ class CatalogStore:
     def tombstones(self, ids: Iterable[str]) -> dict[str, TombstoneInfo]:
         return self._load("tombstone", m.Tombstone, ids, lambda r: TombstoneInfo(
             r.id, r.table_id, r.path, r.seq, r.schema_id, r.row_count, tuple(r.target_segments or ()),
-            tuple(r.target_files or ()), tuple(r.files or ()), tuple(r.file_sizes or ()), tuple(r.file_etags or ())))
+            tuple(r.target_files or ()), tuple(r.files or ()), tuple(r.file_sizes or ()), tuple(r.file_etags or ()),
+            *_written_over(r.written_over)))
 
     def table_name(self, table_id: str) -> str | None:
         """`database.table` as some version of the table was named (for error messages), or None."""
@@ -629,6 +632,13 @@ def _key_ranges_row(segment: SegmentInfo) -> dict | None:
     if not segment.key_ranges or segment.key_column is None:
         return None
     return {"column": segment.key_column, "files": [list(r) if r else None for r in segment.key_ranges]}
+
+
+def _written_over(stored: dict | None) -> tuple[frozenset | None, frozenset | None]:
+    """(TombstoneInfo.over_segments, over_tombstones) of a stored value."""
+    if stored is None:
+        return None, None
+    return frozenset(stored["segments"]), frozenset(stored["tombstones"])
 
 
 def _key_ranges_of(stored: dict | None) -> tuple[tuple, int | None]:

@@ -34,7 +34,7 @@ from ..catalog.schema import Schema
 from ..catalog.state import SegmentInfo, SegmentKind, TableState
 from ..catalog.tombstones import TombstoneInfo
 from ..sql_text import quote_identifier as quote  # the readers' callers import it from here
-from .layout import SEGMENT_COLUMN, SEQ_DIGITS, Warehouse
+from .layout import SEGMENT_COLUMN, SEQ_DIGITS, Warehouse, seq_of_segment_name
 
 ROW_FILE = "_bs_file"  # identity: the data file, relative to the segment root
 ROW_POS = "_bs_pos"  # identity: the row's position in that file
@@ -72,6 +72,33 @@ def segment_group(segment: SegmentInfo) -> str:
     return after.split("/", 1)[0]
 
 
+def by_position(table: TableState, segments: list[SegmentInfo], tombstones: list[TombstoneInfo]) -> set[str]:
+    """Ids of a keyed table's segments whose rows `tombstones` delete are exactly the rows they name by row id.
+
+    A keyed tombstone deletes every row of its keys written before it (a lower sequence), in any segment. Its own
+    rows are the live rows of those keys in the version it was written over (TombstoneInfo.over_segments): in a
+    segment of that version, the two agree, and whatever was deleted there before, the tombstones of that version
+    delete. So a segment's rows read by position when every tombstone newer than it covers it, and the version
+    still holds every tombstone each of those covered. A segment a merge or a concurrent commit brought in after a
+    tombstone was written, or a tombstone without that record (a merge's, an import's, an older catalog's), keeps
+    the key probe. Segments that store their rows' ids (compactions, merges) and imported files are probed too:
+    a tombstone names their rows by the ids they were first written with, not where they lie now."""
+    present = set(table.tombstones)
+    covering = [t for t in tombstones if t.over_segments is not None and t.over_tombstones <= present]
+    unknown = [t.seq for t in tombstones if t.over_segments is None or not t.over_tombstones <= present]
+    newest_unknown = max(unknown, default=-1)
+    exact = set()
+    for segment in segments:
+        if segment.kind in STORED_IDENTITY_KINDS or segment.external:
+            continue
+        seq = seq_of_segment_name(segment_group(segment))
+        if newest_unknown > seq:
+            continue
+        if all(segment.id in t.over_segments for t in covering if t.seq > seq):
+            exact.add(segment.id)
+    return exact
+
+
 def moved_tombstones(tombstones: list[TombstoneInfo], segments: list[SegmentInfo]) -> set[str]:
     """Ids of the keyless tombstones that name a segment `segments` no longer has: a merge brought them onto a
     branch that has since compacted those rows, which now live in segments that store their identity, where
@@ -98,8 +125,10 @@ class TableReader:
         tombstones = self.lookup.tombstone_infos(table.tombstones)
         if not segments:
             return self._empty(schema, with_row_ids)
+        positional: set[str] = set()
         if table.primary_key:
             hit = {segment_group(s) for s in segments} if tombstones else set()
+            positional = by_position(table, segments, tombstones) if tombstones else set()
         else:
             hit = {group for tomb in tombstones for group in tomb.target_segments}
             if moved_tombstones(tombstones, segments):
@@ -107,16 +136,24 @@ class TableReader:
         groups: dict[tuple, list[SegmentInfo]] = defaultdict(list)
         for segment in segments:
             key = (segment.schema_id, segment.partition_by, segment.kind in STORED_IDENTITY_KINDS,
-                   segment_group(segment) in hit, segment.external)
+                   segment_group(segment) in hit, segment.external, segment.id in positional)
             groups[key].append(segment)
         # The tombstones' side of an anti-join, built on first need: a keyless table's targeted files drop
-        # their deleted rows without it (_targeted_anti_join), a keyed table's rows by their keys where it can
+        # their deleted rows without it (_targeted_anti_join), as do a keyed table's segments whose deleted rows
+        # its tombstones name by position (by_position); other keyed rows go by their keys where they can
         # (deleted_keys.py).
         deleted = None
-        keys = self._deleted_keys(table, schema, tombstones) if table.primary_key and hit else None
+        keys, keys_read = None, False
         parts = []
-        for (schema_id, partition_by, compacted, targeted, external), group in sorted(groups.items(),
-                                                                                       key=lambda kv: kv[0]):
+        for (schema_id, partition_by, compacted, targeted, external, exact), group in sorted(groups.items(),
+                                                                                              key=lambda kv: kv[0]):
+            if exact:
+                rows = self._by_position(table, group, self.lookup.schema(schema_id), schema, tombstones, with_row_ids)
+                if rows is not None:
+                    parts.append(rows)
+                    continue
+            if targeted and table.primary_key and not keys_read:
+                keys, keys_read = self._deleted_keys(table, schema, tombstones), True
             if external:
                 # Deletion vectors find a file's vector by its path below `_bs_seg=`, which an external file lacks:
                 # its tombstones are applied by the anti-join.
@@ -287,6 +324,27 @@ class TableReader:
         if not untouched:
             return rows
         return self._scan(table, group, written, target, untouched, row_ids).unionByName(rows)
+
+    def _by_position(self, table, group, written, target, tombstones, row_ids) -> DataFrame | None:
+        """A keyed table's segments whose deleted rows `tombstones` name by position (by_position): one scan of
+        all their files with the deletion vectors of those hit (a file without one loses nothing), so that the
+        plan's shape does not change with which files a write happened to hit. None where the keys are probed
+        instead: a segment that does not list its files, too many files hit, or no deletion vectors."""
+        if any(not s.files for s in group):
+            return None
+        files = {_row_file(s, n) for s in group for n in s.files}
+        hit = [t for t in tombstones if files.intersection(t.target_files)]
+        if not hit:
+            return self._read_group(table, group, written, False, target, join_ids=False, row_ids=row_ids,
+                                    keyed=True)
+        if len(files) > _TARGETED_FILES_LIMIT or not deletion_vectors.enabled(self.spark):
+            return None
+        vectors = deletion_vectors.encode([(self.warehouse.uri(t.path), recorded_files(t)) for t in hit],
+                                          sum(t.row_count for t in hit))
+        if vectors is None:
+            return None
+        paths = [self.warehouse.uri(f"{s.path}/{n}") for s in group for n in s.files]
+        return self._scan(table, group, written, target, paths, row_ids, vectors=vectors)
 
     def _anti_joined_scan(self, table, group, written, target, hit, row_ids, mine_tombstones) -> DataFrame:
         deleted = (self.read_tombstones(table, mine_tombstones, target)
