@@ -11,7 +11,10 @@ widened type is cast), minus the rows its tombstones delete:
   anti-join on the row position where they cannot be used); the others are a
   plain scan;
 - primary-key tables: a tombstone deletes rows with its key whose sequence is
-  lower than its own, so an update's new image (same sequence) survives.
+  lower than its own, so an update's new image (same sequence) survives. Where
+  a tombstone's own rows are exactly those (segments every newer tombstone was
+  written over: by_position), its deletion vectors apply, in one scan of the
+  group's files; elsewhere each row's key is probed (`deleted_keys.py`).
 
 A row's identity and sequence survive compaction: compacted segments store
 them as hidden columns, other segments derive them from Parquet metadata.
