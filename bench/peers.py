@@ -19,7 +19,9 @@ round's time is printed.
                 the change data feed) and on Iceberg copy-on-write and merge-on-read
     changes     the change rows of the last upsert, read in full: branch_changes (table_changes) against
                 Delta's table_changes_by_path and Iceberg's create_changelog_view (copy-on-write: Iceberg's
-                changelog does not read merge-on-read deletes)
+                changelog does not read merge-on-read deletes); no target, the floors: the files our upsert
+                wrote (its segment's and tombstone's), and Delta's change data files of its version, each read
+                plain by its side's Spark
     scan        a full scan (every column hashed and summed; the sums must agree) after 1% of the rows were
                 deleted (one DELETE, timed once apart): branchspark's
                 tombstones against Delta's deletion vectors and Iceberg's position deletes (merge-on-read),
@@ -48,6 +50,7 @@ Exits 0 whatever the ratios are.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import shutil
@@ -58,7 +61,7 @@ import time
 
 from common import full_scan, scratch_dir, spark_session  # puts the repo on sys.path
 
-from dbt.adapters.branchspark.core.changes import table_changes
+from dbt.adapters.branchspark.core.changes import plan_range, table_changes
 from dbt.adapters.branchspark.core.lakehouse import Lakehouse
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -74,6 +77,9 @@ TARGETS = {"upsert": 1.0, "changes": 1.0, "scan": 1.0, "preview": 0.01}
 FLOOR = "parquet floor"
 FLOOR_PEERS = "parquet, Spark 4.1"  # the same files read by the peers' Spark: is a peer below our floor Spark's?
 FLOOR_TARGET = 1.1
+# The feed's floors (no target): the files the upsert wrote, read plain by each side's Spark.
+FEED_FLOOR = "its files, plain"  # our segment's and tombstone's files, Spark's Parquet source, no catalog or plans
+DELTA_CDC_FLOOR = "delta cdc, plain"  # the version's _change_data files, Spark 4.1's Parquet source
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import peers_side  # noqa: E402  (stdlib and pyspark only: the same rows on both sides)
@@ -142,6 +148,21 @@ class Branchspark:
     def change_feed(self, before, after) -> dict:
         start = time.perf_counter()
         full_scan(table_changes(self.lh, TABLE, before, after))
+        return {"seconds": time.perf_counter() - start}
+
+    def feed_files_scan(self, before, after) -> dict:
+        """The feed's floor: the files the commit `after` wrote (new segments', tombstones'), each kind one plain
+        Parquet scan in the table's columns, unioned, read in full: the feed's one job without the catalog's
+        reads, the plans of our reader, the labels."""
+        step = plan_range(self.lh, TABLE, before, after).steps[-1]
+        store, warehouse = self.lh.store, self.lh.warehouse
+        columns = [c.name for c in store.schemas([step.after.schema_id])[step.after.schema_id].columns]
+        kinds = (store.segments(set(step.after.segments) - set(step.before.segments)).values(),
+                 store.tombstones(set(step.after.tombstones) - set(step.before.tombstones)).values())
+        paths = [[warehouse.uri(f"{info.path}/{name}") for info in infos for name in info.files] for infos in kinds]
+        start = time.perf_counter()
+        parts = [self.spark.read.parquet(*files).select(*columns) for files in paths if files]
+        full_scan(functools.reduce(lambda a, b: a.union(b), parts))
         return {"seconds": time.perf_counter() - start}
 
     def delete_percent(self) -> dict:
@@ -265,7 +286,9 @@ def main() -> None:
                 "delta": lambda i: peers("change_feed", kind="delta", before=last["delta"]["before"],
                                          after=last["delta"]["after"]),
                 "iceberg_cow": lambda i: peers("change_feed", kind="iceberg_cow", before=last["iceberg_cow"]["before"],
-                                               after=last["iceberg_cow"]["after"])}
+                                               after=last["iceberg_cow"]["after"]),
+                FEED_FLOOR: lambda i: bs.feed_files_scan(last["branchspark"]["before"], last["branchspark"]["after"]),
+                DELTA_CDC_FLOOR: lambda i: peers("cdc_scan", version=last["delta"]["after"])}
         answers = rounds(feed, args.repeats if "changes" in steps and last else 0, lambda label, run, i: run(i),
                          args.warmup)
         if "changes" in steps and last:
@@ -367,7 +390,7 @@ def report(results: dict, extra: dict) -> None:
             if label == "branchspark":
                 continue
             ratio = ours / seconds if seconds else float("inf")
-            target = (FLOOR_TARGET if label == FLOOR else None if label == FLOOR_PEERS
+            target = (FLOOR_TARGET if label == FLOOR else None if label in (FLOOR_PEERS, FEED_FLOOR, DELTA_CDC_FLOOR)
                       else TARGETS.get(step.split(" (")[0]))
             verdict = "" if target is None else f"  (target <= {target}x: {'ok' if ratio <= target else 'OVER'})"
             print(f"  vs {label:<17} {seconds:9.3f} s   ratio {ratio:8.3f}x{verdict}")

@@ -14,6 +14,7 @@ import json
 import os
 import sys
 import time
+from urllib.parse import unquote
 
 KINDS = ("delta", "iceberg_cow", "iceberg_mor")
 # every column of every row, order-independent, no overflow under ANSI mode (Spark 4's default)
@@ -121,6 +122,16 @@ class Peers:
                            f"options => map('start-snapshot-id', '{before}', 'end-snapshot-id', '{after}'), "
                            f"changelog_view => 'changelog')")
             self.scan("SELECT * FROM changelog")
+        return {"seconds": time.perf_counter() - start}
+
+    def cdc_scan(self, version) -> dict:
+        """The floor of Delta's feed: the change data files its log lists for `version`, read plain by Spark's
+        Parquet source in full (no log replay, no plan of Delta's)."""
+        with open(os.path.join(self.delta, "_delta_log", f"{int(version):020d}.json")) as log:
+            actions = [json.loads(line) for line in log if line.strip()]
+        paths = [os.path.join(self.delta, unquote(a["cdc"]["path"])) for a in actions if "cdc" in a]
+        start = time.perf_counter()
+        self.spark.read.parquet(*paths).write.format("noop").mode("overwrite").save()
         return {"seconds": time.perf_counter() - start}
 
     def delete_percent(self, kind: str) -> dict:

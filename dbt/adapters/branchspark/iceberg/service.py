@@ -18,7 +18,6 @@ from ..core.storage import object_store
 from ..core.catalog.commits import CommitInfo
 from ..core.catalog.namespace import Namespace
 from ..core.catalog.state import DatabaseInfo, Root
-from ..core.catalog.store import CatalogStore
 from ..core.lakehouse import Lakehouse, Snapshot
 from ..core.operations import ObjectKind
 from .metadata import MetadataBuilder, VersionAt
@@ -45,8 +44,6 @@ class CatalogService:
         store = lakehouse.store
         self.builder = MetadataBuilder(lakehouse.warehouse, Namespace(store, Root({}, {}), "serve"))
         self.view_builder = ViewMetadataBuilder(lakehouse.warehouse)
-        # Branch heads are the one thing a request must read fresh: through connections kept open.
-        self._branches = CatalogStore(store.url, pooled=True)
         self._loaded: OrderedDict[tuple[str, str], bytes] = OrderedDict()
         self._chains: dict[tuple[str, str], tuple] = {}
         self._lock = threading.Lock()
@@ -56,7 +53,7 @@ class CatalogService:
         """`main`, `dev`, `dev@<commit id>` or `dev@<ISO time>`."""
         ref = (warehouse or "main").strip()
         if "@" not in ref:
-            branch = self._branches.find_branch(ref)
+            branch = self.lakehouse.store.find_branch(ref)
             if branch is None:
                 raise errors.BranchNotFound(ref)
             return Snapshot(self.lakehouse, self.lakehouse.store.get_commit(branch.head), ref)

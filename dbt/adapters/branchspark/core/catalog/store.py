@@ -13,6 +13,7 @@ import heapq
 import os
 import threading
 import uuid
+import weakref
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ from pathlib import Path
 from sqlalchemy import create_engine, delete, event, insert, inspect, select, text, update
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.pool import NullPool, QueuePool
+from sqlalchemy.pool import QueuePool
 
 from .. import errors
 from . import models as m
@@ -61,13 +62,28 @@ def _from_us(us: int) -> datetime:
     return datetime(1970, 1, 1) + timedelta(microseconds=us)
 
 
-def make_engine(url: str, pooled: bool = False) -> Engine:
+# Every SQLite engine of this process, so that a forked child can drop the connections it inherited.
+_SQLITE_ENGINES: weakref.WeakSet[Engine] = weakref.WeakSet()
+
+
+def _forget_inherited_connections() -> None:
+    """In a forked child: its parent's open SQLite connections (and their locks) stay the parent's; each engine
+    opens its own from here on, closing nothing the parent still uses."""
+    for engine in list(_SQLITE_ENGINES):
+        engine.dispose(close=False)
+
+
+os.register_at_fork(after_in_child=_forget_inherited_connections)
+
+
+def make_engine(url: str) -> Engine:
     if url.startswith("sqlite"):
-        # NullPool: every use opens its own SQLite connection, which is safe across threads and forks. A
-        # long-running reader that never forks (branchspark serve) keeps a few open instead: opening one costs
-        # about a millisecond, several times the query it runs.
-        pool = {"poolclass": QueuePool, "pool_size": 4} if pooled else {"poolclass": NullPool}
+        # A few connections kept open, each lent to one thread at a time: opening one (and its pragmas) costs
+        # about a millisecond, several times the query it runs, and a change feed or a commit runs ten such
+        # queries. A fork gets a pool of its own (_forget_inherited_connections).
+        pool = {"poolclass": QueuePool, "pool_size": 4}
         engine = create_engine(url, **pool, connect_args={"timeout": 120, "check_same_thread": False})
+        _SQLITE_ENGINES.add(engine)
 
         @event.listens_for(engine, "connect")
         def _on_connect(dbapi_connection, _record):
@@ -117,7 +133,7 @@ class CatalogStore:
     """The catalog's SQL. Opening one changes nothing: `create` and `upgrade` are the only calls that
     write its schema (catalog/binding.py decides when they may run)."""
 
-    def __init__(self, url: str, pooled: bool = False):
+    def __init__(self, url: str):
         url = with_env_password(url)
         self.url = url
         self._cache: dict[tuple[str, str], object] = {}
@@ -125,7 +141,7 @@ class CatalogStore:
         self.revision = CATALOG_REVISION  # what an opened catalog is at (binding.py)
         self.upgraded_from: str | None = None  # set when `branchspark upgrade` migrated it
         with self._reaching():
-            self.engine = make_engine(url, pooled)
+            self.engine = make_engine(url)
 
     @contextmanager
     def _reaching(self):
