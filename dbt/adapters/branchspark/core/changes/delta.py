@@ -162,7 +162,8 @@ class DeltaReader:
         written = self._with_target_columns(state)
         partial = state.evolve(segments=tuple(segment_ids), tombstones=tuple(t.id for t in tombstones),
                                schema_id=written.id)
-        rows = self.reader.read(partial, with_row_ids=True)
+        # Labelled rows need no row ids: the read then computes none, and its projection is often none at all.
+        rows = self.reader.read(partial, with_row_ids=labels is None)
         return select_sql(rows, [*(project_column(written, c) for c in self.target.columns), *(labels or IDENTITY)])
 
     def _with_target_columns(self, state: TableState) -> Schema:

@@ -222,7 +222,7 @@ class TableReader:
                             f"substring_index(_metadata.file_path, '/{SEGMENT_COLUMN}=', -1) AS {ROW_FILE}",
                             f"_metadata.row_index AS {ROW_POS}",
                             f"CAST(substring({SEGMENT_COLUMN}, 2, {SEQ_DIGITS}) AS BIGINT) AS {ROW_SEQ}"]
-        return select_sql(raw, columns)
+        return select_sql(raw, columns, loaded=_loaded(segments, fields, join_ids or row_ids))
 
     def read_borrowed(self, segments: list[SegmentInfo], written: Schema) -> DataFrame:
         """Every row of these external segments' files (an import's, where the source keeps them) in `written`,
@@ -387,7 +387,7 @@ class TableReader:
             columns += [SEGMENT_COLUMN, f"substring_index(_metadata.file_path, '/{SEGMENT_COLUMN}=', -1) AS {ROW_FILE}",
                         f"{position} AS {ROW_POS}",
                         f"CAST(substring({SEGMENT_COLUMN}, 2, {SEQ_DIGITS}) AS BIGINT) AS {ROW_SEQ}"]
-        return select_sql(raw, columns)
+        return select_sql(raw, columns, loaded=_loaded(segments, fields, row_ids))
 
     # ----------------------------------------------------------- tombstones
     def read_tombstones(self, table: TableState, tombstones: list[TombstoneInfo], target: Schema,
@@ -408,7 +408,7 @@ class TableReader:
             if not with_image and table.primary_key:
                 columns = [project_column(written, target.column(k)) for k in table.primary_key]
             columns += [SEGMENT_COLUMN, ROW_FILE, ROW_POS, ROW_SEQ, TOMB_SEQ]
-            parts.append(select_sql(raw, columns))
+            parts.append(select_sql(raw, columns, loaded=[f.name for f in fields]))
         return _union(parts)
 
     def read_keys(self, table: TableState, segments: list[SegmentInfo], tombstones: list[TombstoneInfo],
@@ -523,6 +523,14 @@ def project_column(written: Schema, column) -> str:
     if source.type_json != column.type_json:
         return f"CAST({quote(source.name)} AS {type_sql(column.data_type)}) AS {quote(column.name)}"
     return f"{quote(source.name)} AS {quote(column.name)}"
+
+
+def _loaded(segments: list[SegmentInfo], fields: list, with_segment: bool) -> list[str] | None:
+    """The columns `_reader` loads segment files with (`fields`, then `_bs_seg` when asked for), where no
+    partition folder adds more; None where it may."""
+    if any(s.partition_by for s in segments):
+        return None
+    return [f.name for f in fields] + ([SEGMENT_COLUMN] if with_segment else [])
 
 
 def _union(parts: list[DataFrame]) -> DataFrame:
