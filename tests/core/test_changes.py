@@ -5,6 +5,7 @@ from click.testing import CliRunner
 
 from dbt.adapters.branchspark.core import errors
 from dbt.adapters.branchspark.core.changes import Hint, open_changes, table_changes
+from dbt.adapters.branchspark.core.changes.feed import commit_micros
 from dbt.adapters.branchspark.cli.changes_cmd import changes as changes_command
 from dbt.adapters.branchspark.cli.main import cli
 from tests.core.changes_replay import multiset, replay
@@ -105,6 +106,33 @@ def test_snapshot_mode_returns_the_rows_of_to_as_inserts(lh, spark, orders):
         frame = table_changes(lh, orders, empty, "main")
         assert sorted(summary(frame)) == [("insert", i, i * 10.0, to.seq) for i in range(1, 5)]
         assert {r["_commit_id"] for r in frame.collect()} == {to.id}
+
+
+@pytest.mark.parametrize("zone", ["UTC", "America/Los_Angeles"])
+def test_each_commit_is_labelled_with_its_own_time_sequence_and_id_in_any_session_time_zone(lh, spark, keyed, zone):
+    """The labels of a commit whose sides are one read each come from that read's source as values of every row
+    (issue 72: no projection, nothing compiled anew per commit); a merge commit's from a projection; a snapshot's
+    from its read. Each is the commit's own instant, sequence and id whatever the session's time zone."""
+    previous = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", zone)
+    try:
+        start = head(lh)
+        lh.create_branch("dev")
+        lh.branch("main").upsert(keyed, df(spark, [(1, 11.0), (9, 90.0)]))  # one segment, one tombstone
+        lh.branch("dev").delete(keyed, "id = 4")
+        lh.merge("dev", "main")
+        commits = {c.id: c for c in lh.log("main", 3)}
+        frames = {"range": table_changes(lh, keyed, start, "main"), "snapshot": table_changes(lh, keyed, None, "main")}
+        for mode, frame in frames.items():
+            got = frame.selectExpr("_commit_id", "unix_micros(_commit_ts)", "_commit_seq", "_change_type").collect()
+            assert got, mode
+            for commit_id, micros, seq, _ in got:
+                commit = commits[commit_id]
+                assert (micros, seq) == (commit_micros(commit), commit.seq), (mode, zone)
+        assert len({r[0] for r in frames["range"].select("_commit_seq").collect()}) == 2  # the upsert's, the merge's
+        assert_replays(lh, keyed, start, "main")
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", previous)
 
 
 # ---------------------------------------------------------------------- compaction

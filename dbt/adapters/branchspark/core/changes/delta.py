@@ -35,7 +35,7 @@ from ..catalog.tombstones import TombstoneInfo
 from ..storage.difference import NEW, OLD, SIDE, unpaired
 from ..storage import deletion_vectors
 from ..storage.layout import SEGMENT_COLUMN, Warehouse
-from ..storage.projection import select_sql
+from ..storage.projection import Constant, select_sql
 from ..storage.reader import (
     ROW_FILE,
     ROW_POS,
@@ -60,7 +60,7 @@ ROW_CHANGING_OPS = ROW_OPS | {Op.CREATE, Op.DROP}
 @dataclass(frozen=True)
 class StepDelta:
     """Deletes and inserts of one commit: the target schema's columns plus IDENTITY (None: no rows); a side
-    named in `labelled` has the caller's labels in place of IDENTITY (DeltaReader.delta)."""
+    named in `labelled` has the caller's label columns in place of IDENTITY (DeltaReader.delta)."""
 
     deletes: DataFrame | None
     inserts: DataFrame | None
@@ -89,12 +89,13 @@ class DeltaReader:
         self.target = target
         self.dropped_values = dropped_values
 
-    def delta(self, step: Step, by_identity: bool = True, labels: dict[str, list[str]] | None = None) -> StepDelta:
+    def delta(self, step: Step, by_identity: bool = True,
+              labels: dict[str, tuple[Constant, ...]] | None = None) -> StepDelta:
         """The rows `step` deleted and inserted. `by_identity`: each row once even when several tombstones
         delete it; a caller that pairs rows by primary key (where such copies are the same row) may skip
-        that shuffle. `labels`, {"delete" | "insert": SQL text}: where a side is one read with nothing done
-        to it after (the common commit: one segment added, one tombstone), that read's projection takes
-        these in place of IDENTITY (a projection less for Spark to analyze; `labelled` names the side)."""
+        that shuffle. `labels`, {"delete" | "insert": columns}: where a side is one read with nothing done
+        to it after (the common commit: one segment added, one tombstone), that read gives these in place of
+        IDENTITY (as its source's values where it can, else in its projection; `labelled` names the side)."""
         if step.after is None or only_compaction(step):
             return StepDelta(None, None)
         after = step.after
@@ -154,7 +155,8 @@ class DeltaReader:
         return (changed.where(f"{SIDE} = {OLD}").drop(SIDE), changed.where(f"{SIDE} = {NEW}").drop(SIDE))
 
     # ------------------------------------------------------------ segments
-    def _live_rows(self, state: TableState, segment_ids: list[str], labels: list[str] | None = None) -> DataFrame:
+    def _live_rows(self, state: TableState, segment_ids: list[str], labels: tuple[Constant, ...] | None = None
+                   ) -> DataFrame:
         """Rows of `segment_ids` that are live in `state`, reading only those segments; with `labels` in place
         of IDENTITY when given."""
         segments = self.lookup.segment_infos(segment_ids)
@@ -162,9 +164,13 @@ class DeltaReader:
         written = self._with_target_columns(state)
         partial = state.evolve(segments=tuple(segment_ids), tombstones=tuple(t.id for t in tombstones),
                                schema_id=written.id)
-        # Labelled rows need no row ids: the read then computes none, and its projection is often none at all.
-        rows = self.reader.read(partial, with_row_ids=labels is None)
-        return select_sql(rows, [*(project_column(written, c) for c in self.target.columns), *(labels or IDENTITY)])
+        columns = [project_column(written, c) for c in self.target.columns]
+        if not labels:
+            return select_sql(self.reader.read(partial, with_row_ids=True), [*columns, *IDENTITY])
+        # Labelled rows need no row ids, and the read gives the labels: often no projection at all is left.
+        rows = self.reader.read(partial, constants=labels)
+        return select_sql(rows, [*columns, *(quote(c.name) for c in labels)],
+                          loaded=[*(c.name for c in written.columns), *(c.name for c in labels)])
 
     def _with_target_columns(self, state: TableState) -> Schema:
         """`state`'s schema, plus the target's columns it lacks (a column it dropped that the target has): its
@@ -201,8 +207,8 @@ class DeltaReader:
 
     # ---------------------------------------------------------- tombstones
     def _tombstoned_rows(self, holder: TableState, tombstone_ids: list[str], shared: list[str],
-                         still_deleted_in: TableState, by_identity: bool = True, labels: list[str] | None = None
-                         ) -> DataFrame | None:
+                         still_deleted_in: TableState, by_identity: bool = True,
+                         labels: tuple[Constant, ...] | None = None) -> DataFrame | None:
         """Images of rows that `tombstone_ids` delete, for rows in a `shared` segment that
         `still_deleted_in` does not delete itself; with `labels` in place of IDENTITY when given.
 
@@ -218,14 +224,27 @@ class DeltaReader:
             moved_to = [s for s in shared_segments if s.kind in STORED_IDENTITY_KINDS and s not in located]
         if not located and not moved_to:
             return None
+        places = {_location_key(s) for s in located}
+        # An image's location is its group where this holds, which is one the tombstones name and a located
+        # segment is: a filter by location would keep every image (and costs a plan to analyze).
+        unfiltered = (not moved_to and groups <= places and not holder.partition_by
+                      and all(_location_key(s) == segment_group(s) for s in located))
+        files = {f for t in tombstones for f in t.target_files}
+        others = self._tombstones_touching(still_deleted_in, located + moved_to, files or None)
+        again = bool(others) and self._may_overlap(tombstones, others)
+        deduplicated = (len(tombstones) > 1 or bool(located and moved_to)) and by_identity
+        kept = self._dropped_values(tombstones, located + moved_to)
+        columns = [quote(c.name) for c in self.target.columns]
+        if labels and unfiltered and not (again or deduplicated or kept):
+            # The images as the tombstones hold them: the read gives the labels, often with no projection left.
+            images = self.reader.read_tombstones(holder, tombstones, self.target, constants=labels)
+            labelled = [quote(c.name) for c in labels]
+            return select_sql(images, [*columns, *labelled], loaded=[*(c.name for c in self.target.columns),
+                                                                     *(c.name for c in labels)])
         images = self.reader.read_tombstones(holder, tombstones, self.target, with_image=True)
         parts = []
         if located:
-            places = {_location_key(s) for s in located}
-            if (not moved_to and groups <= places and not holder.partition_by
-                    and all(_location_key(s) == segment_group(s) for s in located)):
-                # An image's location is then its group, which is one the tombstones name and a located
-                # segment is: the filter would keep every image (and costs a plan to analyze).
+            if unfiltered:
                 parts.append(images)
             else:
                 listed = ", ".join(f"'{key}'" for key in sorted(places))
@@ -236,16 +255,14 @@ class DeltaReader:
             parts.append(images.join(stored.select(*IDENTITY), list(IDENTITY), "left_semi"))
         images = _union(parts)
         located += moved_to
-        files = {f for t in tombstones for f in t.target_files}
-        others = self._tombstones_touching(still_deleted_in, located, files or None)
-        if others and self._may_overlap(tombstones, others):
+        if again:
             own_schema = self.lookup.schema(still_deleted_in.schema_id)
             already = self.reader.read_tombstones(still_deleted_in, others, own_schema).select(*IDENTITY)
             images = images.join(already, list(IDENTITY), "left_anti")
-        if (len(tombstones) > 1 or len(parts) > 1) and by_identity:
+        if deduplicated:
             images = images.dropDuplicates(list(IDENTITY))
-        images = self._with_dropped_values(holder, images, tombstones, located)
-        return select_sql(images, [*(quote(c.name) for c in self.target.columns), *(labels or IDENTITY)])
+        images = self._with_dropped_values(holder, images, kept, located)
+        return select_sql(images, [*columns, *([c.projected() for c in labels] if labels else IDENTITY)])
 
     def _may_overlap(self, tombstones: list[TombstoneInfo], others: list[TombstoneInfo]) -> bool:
         """Whether a row `tombstones` name may be one `others` deleted already. Both are tombstone files, as many
@@ -264,14 +281,19 @@ class DeltaReader:
         return any(np.intersect1d(positions, theirs[name], assume_unique=True).size
                    for name, positions in mine.items() if name in theirs)
 
-    def _with_dropped_values(self, holder: TableState, images: DataFrame, tombstones: list[TombstoneInfo],
+    def _dropped_values(self, tombstones: list[TombstoneInfo], located: list[SegmentInfo]) -> list:
+        """The target's columns some of `tombstones` lack (written after their branch dropped the column) that
+        the rows' files of `located` hold."""
+        return [c for c in self.target.columns
+                if not all(self.lookup.schema(t.schema_id).source_of(c) for t in tombstones)
+                and any(self.lookup.schema(s.schema_id).source_of(c) for s in located)]
+
+    def _with_dropped_values(self, holder: TableState, images: DataFrame, kept: list,
                              located: list[SegmentInfo]) -> DataFrame:
         """A tombstone written after its branch dropped a column lacks that column, yet the row's file holds it:
         where the target schema has the column again (a table restored to before the drop, or a merge taking
-        the other side's version, A6.3), the deleted image takes the value from the file, as the insert did."""
-        kept = [c for c in self.target.columns
-                if not all(self.lookup.schema(t.schema_id).source_of(c) for t in tombstones)
-                and any(self.lookup.schema(s.schema_id).source_of(c) for s in located)]
+        the other side's version, A6.3), the deleted image takes the value from the file, as the insert did
+        (`kept`: those columns, _dropped_values)."""
         if not kept:
             return images
         rows = self.reader.read(holder.evolve(segments=tuple(s.id for s in located), tombstones=(),

@@ -21,7 +21,7 @@ from pyspark.sql import types as T
 
 from ..catalog.commits import CommitInfo
 from ..context import WriteContext
-from ..storage.projection import select_sql
+from ..storage.projection import Constant, select_sql
 from ..storage.reader import quote
 from .delta import DELETE, INSERT, DeltaReader
 from .versions import ChangeRange
@@ -41,10 +41,15 @@ def commit_micros(commit: CommitInfo) -> int:
     return (commit.ts - _EPOCH) // timedelta(microseconds=1)
 
 
-def metadata_columns(commit: CommitInfo, change_type: str) -> list[str]:
-    """The labels of one commit's rows, as SQL text (one JVM call for all of them, not several per column)."""
-    return [f"{_sql_text(change_type)} AS {CHANGE_TYPE}", f"{_sql_text(commit.id)} AS {COMMIT_ID}",
-            f"timestamp_micros({commit_micros(commit)}) AS {COMMIT_TS}", f"CAST({int(commit.seq)} AS BIGINT) AS {COMMIT_SEQ}"]
+def metadata_columns(commit: CommitInfo, change_type: str) -> tuple[Constant, ...]:
+    """The labels of one commit's rows: a read gives them as its source's values where it can (no projection,
+    nothing for Spark to compile anew for each commit), else as literals."""
+    micros = commit_micros(commit)
+    stamp = (_EPOCH + timedelta(microseconds=micros)).isoformat(timespec="microseconds") + "Z"
+    return (Constant(CHANGE_TYPE, T.StringType(), change_type, _sql_text(change_type)),
+            Constant(COMMIT_ID, T.StringType(), commit.id, _sql_text(commit.id)),
+            Constant(COMMIT_TS, T.TimestampType(), stamp, f"timestamp_micros({micros})"),
+            Constant(COMMIT_SEQ, T.LongType(), str(int(commit.seq)), f"CAST({int(commit.seq)} AS BIGINT)"))
 
 
 class ChangeFeed:
@@ -67,8 +72,12 @@ class ChangeFeed:
     def parts(self) -> Iterator[tuple[CommitInfo, str, DataFrame]]:
         """(commit, change type, rows) in feed order: by commit, deletes before inserts."""
         if self.plan.snapshot:
-            rows = self.deltas.reader.read(self.plan.state)
-            yield self.plan.to_commit, INSERT, self._labelled(rows, self.plan.to_commit, INSERT)
+            labels = metadata_columns(self.plan.to_commit, INSERT)
+            rows = self.deltas.reader.read(self.plan.state, constants=labels)
+            read = [c.name for c in self.deltas.lookup.schema(self.plan.state.schema_id).columns]
+            yield self.plan.to_commit, INSERT, select_sql(
+                rows, [*(quote(name) for name in self.columns), *(quote(c.name) for c in labels)],
+                loaded=[*read, *(c.name for c in labels)])
             return
         for step in self.plan.steps:
             labels = {kind: metadata_columns(step.commit, kind) for kind in (DELETE, INSERT)}
@@ -94,4 +103,5 @@ class ChangeFeed:
         return all(a < b for a, b in zip(keys, keys[1:]))
 
     def _labelled(self, rows: DataFrame, commit: CommitInfo, change_type: str) -> DataFrame:
-        return select_sql(rows, [*(quote(name) for name in self.columns), *metadata_columns(commit, change_type)])
+        return select_sql(rows, [*(quote(name) for name in self.columns),
+                                 *(c.projected() for c in metadata_columns(commit, change_type))])

@@ -19,9 +19,11 @@ from collections.abc import Callable
 from pyspark.sql import DataFrame, DataFrameReader, SparkSession
 
 from . import deletion_vectors
+from .projection import Constant
 
 FORMAT = "branchspark.KnownFiles"
 _FILES_OPTION = "branchspark.files"
+_CONSTANTS_OPTION = "branchspark.constants"
 
 
 def usable(spark: SparkSession) -> bool:
@@ -30,14 +32,26 @@ def usable(spark: SparkSession) -> bool:
     return deletion_vectors.jar_loaded(spark)
 
 
+def knows(paths: list[str], sizes: dict[str, int] | None) -> bool:
+    """Whether `load` reads `paths` through the known-files source: it has every path's size."""
+    return sizes is not None and bool(paths) and all(p in sizes for p in paths)
+
+
 def load(reader: DataFrameReader, paths: list[str], sizes: dict[str, int] | None,
-         plain: Callable[[], DataFrame] | None = None, etags: dict[str, str] | None = None) -> DataFrame:
+         plain: Callable[[], DataFrame] | None = None, etags: dict[str, str] | None = None,
+         constants: tuple[Constant, ...] = ()) -> DataFrame:
     """`reader` (schema, and basePath where partition folders matter, set) reading `paths`: through the known
     files source when every path's size is in `sizes`, else as `plain()` reads them (default: Spark's Parquet
     source; a reader whose format is already set, as the deletion vectors' source, passes its own). `etags`:
-    {path: ETag} where the catalog recorded one: such a file is opened with no lookup at all."""
-    if sizes is None or not paths or any(p not in sizes for p in paths):
+    {path: ETag} where the catalog recorded one: such a file is opened with no lookup at all. `constants`
+    (columns of the reader's schema, after the others): values of every row, for a read that `knows` only."""
+    if not knows(paths, sizes):
+        if constants:
+            raise ValueError("constant columns need the known-files source")
         return plain() if plain else reader.parquet(*paths)
     etags = etags or {}
     listed = "\n".join(f"{sizes[p]}\t{p}\t{etags[p]}" if p in etags else f"{sizes[p]}\t{p}" for p in paths)
-    return reader.format(FORMAT).option(_FILES_OPTION, listed).load()
+    reader = reader.format(FORMAT).option(_FILES_OPTION, listed)
+    if constants:
+        reader = reader.option(_CONSTANTS_OPTION, "\n".join(f"{c.name}\t{c.text}" for c in constants))
+    return reader.load()

@@ -8,6 +8,8 @@ calls. Through Spark Connect a plan is built locally anyway: there it is plain `
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
@@ -39,6 +41,26 @@ def select_sql(frame: DataFrame, expressions: list[str], loaded: list[str] | Non
     splitter = known[1]
     expressions_array = splitter(_SEPARATOR.join(expressions), _SEPARATOR)
     return type(frame)(jdf.selectExpr(expressions_array), session)
+
+
+@dataclass(frozen=True)
+class Constant:
+    """A column of one value on every row of a read (the change feed's labels of a commit). The known-files
+    source takes it as a partition value of every file (`text`, cast from text as `data_type` says): no projection
+    to analyze, and no literal in the code Spark generates, so a value new with each commit compiles nothing.
+    Elsewhere it is a projection's literal (`sql`, the same value)."""
+
+    name: str
+    data_type: T.DataType
+    text: str
+    sql: str
+
+    def __post_init__(self):
+        if "\t" in self.text or "\n" in self.text:  # the source's option lists constants a line each
+            raise ValueError(f"a constant column's value holds a tab or a line break: {self.name}")
+
+    def projected(self) -> str:
+        return f"{self.sql} AS {quote(self.name)}"
 
 
 def _keeps(expressions: list[str], columns: list[str]) -> bool:

@@ -32,7 +32,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from . import deleted_keys, deletion_vectors, known_files
-from .projection import select_sql, type_sql
+from .projection import Constant, select_sql, type_sql
 from ..catalog.schema import Schema
 from ..catalog.state import SegmentInfo, SegmentKind, TableState
 from ..catalog.tombstones import TombstoneInfo
@@ -116,18 +116,20 @@ class TableReader:
     warehouse: Warehouse
     lookup: VersionLookup
 
-    def read(self, table: TableState, with_row_ids: bool = False, key_range: tuple | None = None) -> DataFrame:
+    def read(self, table: TableState, with_row_ids: bool = False, key_range: tuple | None = None,
+             constants: tuple[Constant, ...] = ()) -> DataFrame:
         """The rows of `table`; with_row_ids adds `_bs_seg`, `_bs_file`, `_bs_pos` and `_bs_seq`. key_range,
         (column id, low, high; None: no bound on that side): at least the rows whose value of that column lies in
         [low, high], from the files
-        whose recorded range of it can hold one (SegmentInfo.key_ranges); other files are not opened."""
+        whose recorded range of it can hold one (SegmentInfo.key_ranges); other files are not opened. `constants`
+        come last: in one plain scan, as values its source gives (projection.Constant), else as literals."""
         schema = self.lookup.schema(table.schema_id)
         segments = self.lookup.segment_infos(table.segments)
         if key_range is not None:
             segments = [s for s in (_files_in_range(s, *key_range) for s in segments) if s is not None]
         tombstones = self.lookup.tombstone_infos(table.tombstones)
         if not segments:
-            return self._empty(schema, with_row_ids)
+            return _with_constants(self._empty(schema, with_row_ids), constants)
         positional: set[str] = set()
         if table.primary_key:
             hit = {segment_group(s) for s in segments} if tombstones else set()
@@ -141,6 +143,12 @@ class TableReader:
             key = (segment.schema_id, segment.partition_by, segment.kind in STORED_IDENTITY_KINDS,
                    segment_group(segment) in hit, segment.external, segment.id in positional)
             groups[key].append(segment)
+        if constants and len(groups) == 1:
+            ((schema_id, _, compacted, targeted, external, exact), group), = groups.items()
+            if not (targeted or external or exact):  # one plain scan: the constants are its source's values
+                return self._read_group(table, group, self.lookup.schema(schema_id), compacted, schema,
+                                        join_ids=False, row_ids=with_row_ids, keyed=bool(table.primary_key),
+                                        constants=constants)
         # The tombstones' side of an anti-join, built on first need: a keyless table's targeted files drop
         # their deleted rows without it (_targeted_anti_join), as do a keyed table's segments whose deleted rows
         # its tombstones name by position (by_position); other keyed rows go by their keys where they can
@@ -186,7 +194,7 @@ class TableReader:
                 rows = self._anti_join(table, rows, deleted, compacted)
             # Only a targeted group's rows carry the join columns (a drop is one more plan to analyze).
             parts.append(rows.drop(*_JOIN_COLUMNS) if targeted else rows)
-        return _union(parts)
+        return _with_constants(_union(parts), constants)
 
     def read_segments(self, table: TableState, schema: Schema, segments: list[SegmentInfo]) -> DataFrame:
         """The rows of `segments` just written with `schema` (no tombstones apply): a plain scan."""
@@ -196,12 +204,15 @@ class TableReader:
 
     # ------------------------------------------------------------- segments
     def _read_group(self, table, segments, written: Schema, compacted, target: Schema, join_ids: bool,
-                    row_ids: bool, keyed: bool) -> DataFrame:
+                    row_ids: bool, keyed: bool, constants: tuple[Constant, ...] = ()) -> DataFrame:
         fields = [T.StructField(c.name, c.data_type, True) for c in written.columns]
         if compacted:
             fields += [T.StructField(ROW_FILE, T.StringType()), T.StructField(ROW_POS, T.LongType()),
                        T.StructField(ROW_SEQ, T.LongType())]
-        raw = self._load(self._reader(table, segments, fields, join_ids or row_ids), self._paths(segments), segments)
+        paths = self._paths(segments)
+        given = constants if constants and known_files.knows(paths, self._recorded(segments)[0]) else ()
+        raw = self._load(self._reader(table, segments, fields + _fields(given), join_ids or row_ids), paths,
+                         segments, constants=given)
         columns = [project_column(written, c) for c in target.columns]
         if join_ids:
             # Only columns that cost nothing per row: the raw file path and row index, and the segment
@@ -222,7 +233,9 @@ class TableReader:
                             f"substring_index(_metadata.file_path, '/{SEGMENT_COLUMN}=', -1) AS {ROW_FILE}",
                             f"_metadata.row_index AS {ROW_POS}",
                             f"CAST(substring({SEGMENT_COLUMN}, 2, {SEQ_DIGITS}) AS BIGINT) AS {ROW_SEQ}"]
-        return select_sql(raw, columns, loaded=_loaded(segments, fields, join_ids or row_ids))
+        columns += [quote(c.name) if c in given else c.projected() for c in constants]
+        loaded = _loaded(segments, fields, join_ids or row_ids)
+        return select_sql(raw, columns, loaded=loaded and loaded + [c.name for c in given])
 
     def read_borrowed(self, segments: list[SegmentInfo], written: Schema) -> DataFrame:
         """Every row of these external segments' files (an import's, where the source keeps them) in `written`,
@@ -281,25 +294,34 @@ class TableReader:
                     paths.append(self.warehouse.uri(f"{segment.path}/{name}"))
         return paths
 
-    def _load(self, reader, paths: list[str], segments: list[SegmentInfo], plain=None) -> DataFrame:
+    def _recorded(self, items) -> tuple[dict[str, int] | None, dict[str, str] | None]:
+        """({file URI: size}, {file URI: ETag}) the catalog recorded for the files of `items` (segments or
+        tombstones), where reads go through the known-files source; else (None, None)."""
+        if not known_files.usable(self.spark):
+            return None, None
+        sizes = {self.warehouse.uri(f"{item.path}/{name}"): size for item in items
+                 for name, size in zip(item.files, item.file_sizes)}
+        return sizes, _etags(self.warehouse, items)
+
+    def _load(self, reader, paths: list[str], segments: list[SegmentInfo], plain=None,
+              constants: tuple[Constant, ...] = ()) -> DataFrame:
         """`reader` reading `paths` (files of `segments`): with the sizes the catalog recorded where it did, so
         that no file is looked up before it is opened (known_files.py); else as `plain()` reads them (default:
-        Spark's Parquet source)."""
-        sizes = etags = None
-        if known_files.usable(self.spark):
-            sizes = {self.warehouse.uri(f"{s.path}/{name}"): size for s in segments
-                     for name, size in zip(s.files, s.file_sizes)}
-            etags = _etags(self.warehouse, segments)
-        return known_files.load(reader, paths, sizes, plain, etags=etags)
+        Spark's Parquet source). `constants`: for a read that known_files.knows."""
+        sizes, etags = self._recorded(segments)
+        return known_files.load(reader, paths, sizes, plain, etags=etags, constants=constants)
 
-    def _load_tombstones(self, reader, tombstones: list[TombstoneInfo]) -> DataFrame:
+    def _load_tombstones(self, reader, tombstones: list[TombstoneInfo], constants: tuple[Constant, ...] = ()
+                         ) -> DataFrame:
         """`reader` reading the files of `tombstones`: named, with their sizes, where the catalog recorded them,
-        else their folders."""
-        if known_files.usable(self.spark) and all(t.file_sizes for t in tombstones):
-            sizes = {self.warehouse.uri(f"{t.path}/{name}"): size for t in tombstones
-                     for name, size in zip(t.files, t.file_sizes)}
-            return known_files.load(reader, list(sizes), sizes, etags=_etags(self.warehouse, tombstones))
+        else their folders. `constants`: where `_tombstones_known`."""
+        if self._tombstones_known(tombstones):
+            sizes, etags = self._recorded(tombstones)
+            return known_files.load(reader, list(sizes), sizes, etags=etags, constants=constants)
         return reader.parquet(*[self.warehouse.uri(t.path) for t in tombstones])
+
+    def _tombstones_known(self, tombstones: list[TombstoneInfo]) -> bool:
+        return known_files.usable(self.spark) and all(t.file_sizes for t in tombstones)
 
     def _targeted_anti_join(self, table, group, written, target, tombstones, row_ids) -> DataFrame | None:
         """Keyless rows minus tombstones, where only the files a tombstone targets pay: untouched files are
@@ -391,24 +413,27 @@ class TableReader:
 
     # ----------------------------------------------------------- tombstones
     def read_tombstones(self, table: TableState, tombstones: list[TombstoneInfo], target: Schema,
-                        with_image: bool = False) -> DataFrame:
-        """Rows of tombstone files: identity, sequences, and (optionally) the deleted image."""
+                        with_image: bool = False, constants: tuple[Constant, ...] = ()) -> DataFrame:
+        """Rows of tombstone files: identity, sequences, and (optionally) the deleted image. With `constants` (an
+        image's columns, then those): the images only, without identity or sequences."""
         groups: dict[str, list[TombstoneInfo]] = defaultdict(list)
         for tomb in tombstones:
             groups[tomb.schema_id].append(tomb)
+        ids = [] if constants else [SEGMENT_COLUMN, ROW_FILE, ROW_POS, ROW_SEQ, TOMB_SEQ]
         parts = []
         for schema_id, group in sorted(groups.items()):
             written = self.lookup.schema(schema_id)
             fields = [T.StructField(c.name, c.data_type, True) for c in written.columns]
             fields += [T.StructField(n, t) for n, t in ((SEGMENT_COLUMN, T.StringType()), (ROW_FILE, T.StringType()),
                                                         (ROW_POS, T.LongType()), (ROW_SEQ, T.LongType()),
-                                                        (TOMB_SEQ, T.LongType()))]
-            raw = self._load_tombstones(self.spark.read.schema(T.StructType(fields)), group)
-            columns = [project_column(written, c) for c in target.columns] if with_image else []
-            if not with_image and table.primary_key:
+                                                        (TOMB_SEQ, T.LongType())) if n in ids]
+            given = constants if self._tombstones_known(group) else ()
+            raw = self._load_tombstones(self.spark.read.schema(T.StructType(fields + _fields(given))), group, given)
+            columns = [project_column(written, c) for c in target.columns] if with_image or constants else []
+            if not columns and table.primary_key:
                 columns = [project_column(written, target.column(k)) for k in table.primary_key]
-            columns += [SEGMENT_COLUMN, ROW_FILE, ROW_POS, ROW_SEQ, TOMB_SEQ]
-            parts.append(select_sql(raw, columns, loaded=[f.name for f in fields]))
+            columns += ids + [quote(c.name) if c in given else c.projected() for c in constants]
+            parts.append(select_sql(raw, columns, loaded=[f.name for f in fields] + [c.name for c in given]))
         return _union(parts)
 
     def read_keys(self, table: TableState, segments: list[SegmentInfo], tombstones: list[TombstoneInfo],
@@ -531,6 +556,14 @@ def _loaded(segments: list[SegmentInfo], fields: list, with_segment: bool) -> li
     if any(s.partition_by for s in segments):
         return None
     return [f.name for f in fields] + ([SEGMENT_COLUMN] if with_segment else [])
+
+
+def _fields(constants: tuple[Constant, ...]) -> list[T.StructField]:
+    return [T.StructField(c.name, c.data_type, False) for c in constants]
+
+
+def _with_constants(frame: DataFrame, constants: tuple[Constant, ...]) -> DataFrame:
+    return select_sql(frame, ["*", *(c.projected() for c in constants)]) if constants else frame
 
 
 def _union(parts: list[DataFrame]) -> DataFrame:

@@ -39,11 +39,15 @@ import scala.jdk.javaapi.CollectionConverters;
  * {@value #FILES_OPTION}: one file a line, {@code size TAB uri}, or {@code size TAB uri TAB etag} where the catalog
  * recorded the file's ETag (S3A then opens it with no lookup at all); {@code basePath} (optional, as Spark's
  * source takes it): the folder whose {@code name=value} subfolders give the partition columns named in the
- * schema. Reads as
+ * schema; {@value #CONSTANTS_OPTION} (optional): one column a line, {@code name TAB value}, a column of the
+ * schema that holds that value (cast from text as the schema types it) on every row. Such columns are
+ * partition values, as Delta's change data feed gives each commit's version: no projection to analyze, and
+ * nothing in the code Spark generates, so a value new with each commit compiles no class of its own. Reads as
  * {@link SegmentParquetFormat} where its deletion-vector option or an ETag is given, else as Spark's source.
  */
 public class KnownFiles implements SchemaRelationProvider {
   public static final String FILES_OPTION = "branchspark.files";
+  public static final String CONSTANTS_OPTION = "branchspark.constants";
   private static final String NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__";
 
   @Override
@@ -52,6 +56,7 @@ public class KnownFiles implements SchemaRelationProvider {
     SparkSession session = sqlContext.sparkSession();
     Map<String, String> options = new HashMap<>(CollectionConverters.asJava(parameters));
     String listed = options.remove(FILES_OPTION);
+    Map<String, String> constants = constants(options.remove(CONSTANTS_OPTION), schema);
     String base = null;
     for (String key : new ArrayList<>(options.keySet())) {
       if (key.equalsIgnoreCase("basePath")) {  // as Spark's Parquet source names it; no lookup of it here
@@ -89,7 +94,7 @@ public class KnownFiles implements SchemaRelationProvider {
       roots.add(path);
     }
     PartitionSpec spec = partitions(roots, base == null || fs == null ? null : fs.makeQualified(new Path(base)),
-        schema, session.sessionState().conf().sessionLocalTimeZone());
+        schema, constants, session.sessionState().conf().sessionLocalTimeZone());
     java.util.Set<String> partitionNames = new java.util.HashSet<>(
         java.util.Arrays.asList(spec.partitionColumns().fieldNames()));
     List<StructField> data = new ArrayList<>();
@@ -110,9 +115,31 @@ public class KnownFiles implements SchemaRelationProvider {
         Option.empty(), format, kept, session);
   }
 
+  /** {column: value} of the constants option's lines, each naming a column of `schema`. */
+  private static Map<String, String> constants(String listed, StructType schema) {
+    Map<String, String> values = new LinkedHashMap<>();
+    if (listed == null) {
+      return values;
+    }
+    for (String line : listed.split("\n")) {
+      if (line.isEmpty()) {
+        continue;
+      }
+      String[] fields = line.split("\t", 2);
+      if (fields.length != 2 || schema.getFieldIndex(fields[0]).isEmpty()) {
+        throw new IllegalArgumentException("branchspark: option " + CONSTANTS_OPTION + " names no column of the "
+            + "schema in line: " + line);
+      }
+      values.put(fields[0], fields[1]);
+    }
+    return values;
+  }
+
   /** The partitions of `files`: the `name=value` folders between `base` and each file, for the columns of
-   * `schema` they name, typed as the schema says (no listing, no inference). */
-  private static PartitionSpec partitions(List<Path> files, Path base, StructType schema, String timeZone) {
+   * `schema` they name, then `constants` (the same for every file), typed as the schema says (no listing, no
+   * inference). */
+  private static PartitionSpec partitions(List<Path> files, Path base, StructType schema,
+      Map<String, String> constants, String timeZone) {
     List<StructField> columns = new ArrayList<>();
     Map<Path, Map<String, String>> byDir = new LinkedHashMap<>();
     String prefix = base == null ? null : base.toString() + "/";
@@ -141,6 +168,14 @@ public class KnownFiles implements SchemaRelationProvider {
         }
       }
       byDir.put(dir, values);
+    }
+    for (Map.Entry<String, String> constant : constants.entrySet()) {
+      for (Map<String, String> values : byDir.values()) {
+        values.put(constant.getKey(), constant.getValue());
+      }
+      if (columns.stream().noneMatch(c -> c.name().equals(constant.getKey()))) {
+        columns.add(schema.apply(constant.getKey()));
+      }
     }
     StructType partitionSchema = new StructType(columns.toArray(new StructField[0]));
     List<PartitionPath> paths = new ArrayList<>();
