@@ -1,13 +1,16 @@
 """branchspark side by side with Delta Lake and Apache Iceberg on the same work, in one run (issue 52).
 
     python bench/peers.py [--scale 1.0] [--repeats 3] [--warmup 1] [--steps upsert,changes,scan,preview,dbt]
-                          [--preview-tables 20] [--keep]
+                          [--preview-tables 20] [--no-on-41] [--keep]
 
 At scale 1: a table of 10M rows (id, amount, customer; 4 files), 10k changed rows per upsert. `--scale 0.01`
-runs the same at 100k rows and 100 changes. Two Spark processes with the same settings (`local[2]`, 4 shuffle
+runs the same at 100k rows and 100 changes. Spark processes with the same settings (`local[2]`, 4 shuffle
 partitions, 4 GB driver memory, no UI): branchspark in this one (pyspark 4.3, the project's), and the peers
 in bench/peers_side.py under .venv-peers (pyspark 4.1 with Iceberg's runtime 1.12.0 and Delta Lake 4.4.0,
-`make peers`; Iceberg has no runtime for Spark 4.3 yet). Each step runs on every side in turn, the order
+`make peers`; Iceberg has no runtime for Spark 4.3 yet), and (unless `--no-on-41`) branchspark again on the
+peers' Spark 4.1, in a third process with its own table (bench/peers_branchspark.py): the same upserts, feed and
+scan, its ratios to the peers printed beside ours, so that a gap splits into what our code costs and what
+Spark's version does (no target of its own). Each step runs on every side in turn, the order
 rotating per round, so all sides share the machine's load alike; medians of `--repeats` rounds, after
 `--warmup` untimed rounds (1) of the upsert, changes and scan steps: a side's first run of a step loads and
 compiles its code paths (quiet, at 1M rows: branchspark's first upsert in a fresh process 2.4 s, its third
@@ -50,7 +53,6 @@ Exits 0 whatever the ratios are.
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import os
 import shutil
@@ -59,10 +61,7 @@ import subprocess
 import sys
 import time
 
-from common import full_scan, scratch_dir, spark_session  # puts the repo on sys.path
-
-from dbt.adapters.branchspark.core.changes import plan_range, table_changes
-from dbt.adapters.branchspark.core.lakehouse import Lakehouse
+from common import scratch_dir  # puts the repo on sys.path
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PEERS_PYTHON = os.path.join(REPO, ".venv-peers", "bin", "python")
@@ -70,7 +69,6 @@ PEERS_JARS = os.path.join(REPO, ".jars", "peers")  # Delta's
 SPARK_ICEBERG_JARS = os.path.join(REPO, ".jars", "spark-iceberg")  # Iceberg's runtime, shared with the tests
 SPARK = {"spark.master": "local[2]", "spark.sql.shuffle.partitions": "4", "spark.driver.memory": "4g",
          "spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false"}
-TABLE = "bench.events"
 # Issue 72's targets: at most the best peer's time on each row; the scan also within 1.1x of a plain Parquet
 # scan of the same live rows (FLOOR, in this process).
 TARGETS = {"upsert": 1.0, "changes": 1.0, "scan": 1.0, "preview": 0.01}
@@ -80,9 +78,12 @@ FLOOR_TARGET = 1.1
 # The feed's floors (no target): the files the upsert wrote, read plain by each side's Spark.
 FEED_FLOOR = "its files, plain"  # our segment's and tombstone's files, Spark's Parquet source, no catalog or plans
 DELTA_CDC_FLOOR = "delta cdc, plain"  # the version's _change_data files, Spark 4.1's Parquet source
+# branchspark on the peers' Spark (no target of its own): its ratios to the peers are printed beside ours
+ON_41 = "branchspark, 4.1"
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import peers_side  # noqa: E402  (stdlib and pyspark only: the same rows on both sides)
+from peers_branchspark import Branchspark  # noqa: E402
 from peers_dbt import dbt_step  # noqa: E402
 
 
@@ -92,17 +93,18 @@ def peers_jars() -> list[str]:
                   for j in os.listdir(folder) if j.endswith(".jar"))
 
 
-class PeersProcess:
-    def __init__(self, root: str):
+class SideProcess:
+    """A side in a process of .venv-peers' Python (Spark 4.1): one JSON command per line each way."""
+
+    def __init__(self, scratch: str, script: str, log: str, **start):
         if not os.path.exists(PEERS_PYTHON):
             raise SystemExit("bench/peers.py needs the peers' environment: run `make peers` first")
-        jars = peers_jars()
         env = {k: v for k, v in os.environ.items() if k not in ("SPARK_HOME", "PYTHONPATH")}
         env["PYSPARK_PYTHON"] = PEERS_PYTHON
-        self.log = open(os.path.join(root, "peers.log"), "w")
-        self.process = subprocess.Popen([PEERS_PYTHON, os.path.join(REPO, "bench", "peers_side.py")], env=env,
+        self.log = open(os.path.join(scratch, log), "w")
+        self.process = subprocess.Popen([PEERS_PYTHON, os.path.join(REPO, "bench", script)], env=env,
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, text=True)
-        self.version = self("start", root=os.path.join(root, "peers"), jars=jars, config=SPARK)["spark"]
+        self.version = self("start", **start)["spark"]
 
     def __call__(self, op: str, **args) -> dict:
         self.process.stdin.write(json.dumps({"op": op, **args}) + "\n")
@@ -117,99 +119,27 @@ class PeersProcess:
         self.process.wait(timeout=120)
 
 
+class PeersProcess(SideProcess):
+    """Delta Lake and Iceberg (bench/peers_side.py)."""
+
+    def __init__(self, root: str):
+        super().__init__(root, "peers_side.py", "peers.log", root=os.path.join(root, "peers"), jars=peers_jars(),
+                         config=SPARK)
+
+
+class Branchspark41Process(SideProcess):
+    """branchspark itself on the peers' Spark 4.1 (bench/peers_branchspark.py, `make peers` installs it there):
+    the same steps on its own table, so that a gap to a peer splits into our code's and Spark's version's."""
+
+    def __init__(self, root: str):
+        if not os.path.exists(os.path.join(os.path.dirname(os.path.dirname(PEERS_PYTHON)), ".branchspark")):
+            raise SystemExit("bench/peers.py's Spark 4.1 side needs branchspark in .venv-peers: run `make peers`")
+        super().__init__(root, "peers_branchspark.py", "branchspark41.log",
+                         root=os.path.join(root, "branchspark41"), config=SPARK)
+
+
 def dir_bytes(path: str) -> int:
     return peers_side.dir_bytes(path)
-
-
-class Branchspark:
-    def __init__(self, root: str):
-        self.spark = spark_session()
-        self.root = root
-        self.lh = Lakehouse(self.spark, os.path.join(root, "warehouse"))
-        self.changes_of = None
-        self.floor = None
-
-    def setup(self, total: int) -> dict:
-        data = peers_side.rows(self.spark, 0, total).repartition(4)
-        start = time.perf_counter()
-        with self.lh.transaction("main", message="load") as tx:
-            tx.create_database("bench")
-            tx.create_table_as(TABLE, data, primary_key=["id"])
-        return {"seconds": time.perf_counter() - start}
-
-    def upsert(self, total: int, changed: int, round_index: int) -> dict:
-        frame = peers_side.changes(self.spark, total, changed, round_index)
-        before = self.lh.get_branch("main").head
-        start = time.perf_counter()
-        self.lh.branch("main").upsert(TABLE, frame, key=["id"])
-        seconds = time.perf_counter() - start
-        return {"seconds": seconds, "before": before, "after": self.lh.get_branch("main").head}
-
-    def change_feed(self, before, after) -> dict:
-        start = time.perf_counter()
-        full_scan(table_changes(self.lh, TABLE, before, after))
-        return {"seconds": time.perf_counter() - start}
-
-    def feed_files_scan(self, before, after) -> dict:
-        """The feed's floor: the files the commit `after` wrote (new segments', tombstones'), each kind one plain
-        Parquet scan in the table's columns, unioned, read in full: the feed's one job without the catalog's
-        reads, the plans of our reader, the labels."""
-        step = plan_range(self.lh, TABLE, before, after).steps[-1]
-        store, warehouse = self.lh.store, self.lh.warehouse
-        columns = [c.name for c in store.schemas([step.after.schema_id])[step.after.schema_id].columns]
-        kinds = (store.segments(set(step.after.segments) - set(step.before.segments)).values(),
-                 store.tombstones(set(step.after.tombstones) - set(step.before.tombstones)).values())
-        paths = [[warehouse.uri(f"{info.path}/{name}") for info in infos for name in info.files] for infos in kinds]
-        start = time.perf_counter()
-        parts = [self.spark.read.parquet(*files).select(*columns) for files in paths if files]
-        full_scan(functools.reduce(lambda a, b: a.union(b), parts))
-        return {"seconds": time.perf_counter() - start}
-
-    def delete_percent(self) -> dict:
-        start = time.perf_counter()
-        self.lh.branch("main").delete(TABLE, "id % 100 = 42")
-        return {"seconds": time.perf_counter() - start}
-
-    def full_scan(self) -> dict:
-        start = time.perf_counter()
-        total = list(self.lh.read(TABLE).selectExpr(*peers_side.ROW_HASH_SUM).collect()[0])
-        return {"seconds": time.perf_counter() - start, "sum": total}
-
-    def floor_scan(self) -> dict:
-        """The scan's floor: the same hash over a plain Parquet copy of the table's live rows (written once)."""
-        if self.floor is None:
-            self.floor = os.path.join(self.root, "live_rows")
-            self.lh.read(TABLE).write.parquet(self.floor)
-        start = time.perf_counter()
-        total = list(self.spark.read.parquet(self.floor).selectExpr(*peers_side.ROW_HASH_SUM).collect()[0])
-        return {"seconds": time.perf_counter() - start, "sum": total}
-
-    def count(self) -> dict:
-        return {"seconds": 0.0, "count": self.lh.read(TABLE).count()}
-
-    def preview(self, name: str) -> dict:
-        """Bytes: under the warehouse but the catalog's SQLite files, which grow by pages (reported apart)."""
-        data, catalog = self._sizes()
-        start = time.perf_counter()
-        self.lh.create_branch(name)
-        seconds = time.perf_counter() - start
-        data_after, catalog_after = self._sizes()
-        return {"seconds": seconds, "bytes": data_after - data, "catalog bytes": catalog_after - catalog}
-
-    def setup_project(self, tables: int, rows_each: int) -> dict:
-        """The preview's project: the big table and `tables` - 1 small ones (peers_side.project_rows), one commit."""
-        start = time.perf_counter()
-        with self.lh.transaction("main", message="project") as tx:
-            for name, first, last in peers_side.project_rows(tables, rows_each):
-                tx.create_table_as(f"bench.{name}", peers_side.rows(self.spark, first, last).coalesce(1),
-                                   primary_key=["id"])
-        return {"seconds": time.perf_counter() - start}
-
-    def _sizes(self) -> tuple[int, int]:
-        warehouse = os.path.join(self.root, "warehouse")
-        catalog = sum(os.path.getsize(os.path.join(warehouse, f)) for f in os.listdir(warehouse)
-                      if f.startswith("catalog.db"))
-        return dir_bytes(warehouse) - catalog, catalog
 
 
 def rounds(sides: dict, repeats: int, step, warmup: int = 0) -> dict:
@@ -243,6 +173,9 @@ def main() -> None:
                         help="the preview step's project: the big table and N-1 tables of 1/1000 its rows")
     parser.add_argument("--steps", default="upsert,changes,scan,preview,dbt",
                         help="comma-separated subset of upsert, changes (needs upsert), scan, preview, dbt")
+    parser.add_argument("--on-41", action=argparse.BooleanOptionalAction, default=True,
+                        help="also run branchspark on the peers' Spark 4.1, in a process of its own (upsert, "
+                             "changes, scan)")
     args = parser.parse_args()
     total, changed = int(10_000_000 * args.scale), max(int(10_000 * args.scale), 10)
     steps = args.steps.split(",")
@@ -258,12 +191,15 @@ def main() -> None:
         finish(root, results, extra, args.keep)
         return
     bs, peers = Branchspark(root), PeersProcess(root)
+    on_41 = Branchspark41Process(root) if args.on_41 and set(steps) & {"upsert", "changes", "scan"} else None
     try:
         import pyspark
         print(f"branchspark: pyspark {pyspark.__version__}; peers: Spark {peers.version}, "
               f"{', '.join(sorted(os.path.basename(j) for j in peers_jars() if 'delta-spark' in j or 'iceberg' in j))}",
               flush=True)
         setup = {"branchspark": bs.setup(total)["seconds"], "peers (3 tables)": peers("setup", total=total)["seconds"]}
+        if on_41:
+            setup[ON_41] = on_41("setup", total=total)["seconds"]
         if "preview" in steps and args.preview_tables > 1:  # the preview's project (its small tables), untimed
             small = project_rows_each(total)
             setup[f"branchspark, {args.preview_tables - 1} small tables"] = bs.setup_project(
@@ -276,6 +212,8 @@ def main() -> None:
         sides = {"branchspark": lambda i: bs.upsert(total, changed, i)}
         for kind in kinds:
             sides[kind] = (lambda k: lambda i: peers("upsert", kind=k, total=total, changed=changed, round_index=i))(kind)
+        if on_41:
+            sides[ON_41] = lambda i: on_41("upsert", total=total, changed=changed, round_index=i)
         upserts = rounds(sides, args.repeats if "upsert" in steps else 0, lambda label, run, i: run(i), args.warmup)
         if "upsert" in steps:
             results["upsert"] = {label: statistics.median(a["seconds"] for a in runs) for label, runs in upserts.items()}
@@ -289,6 +227,8 @@ def main() -> None:
                                                after=last["iceberg_cow"]["after"]),
                 FEED_FLOOR: lambda i: bs.feed_files_scan(last["branchspark"]["before"], last["branchspark"]["after"]),
                 DELTA_CDC_FLOOR: lambda i: peers("cdc_scan", version=last["delta"]["after"])}
+        if on_41 and ON_41 in last:
+            feed[ON_41] = lambda i: on_41("change_feed", before=last[ON_41]["before"], after=last[ON_41]["after"])
         answers = rounds(feed, args.repeats if "changes" in steps and last else 0, lambda label, run, i: run(i),
                          args.warmup)
         if "changes" in steps and last:
@@ -296,11 +236,13 @@ def main() -> None:
             report({"changes": results["changes"]}, {})
 
         if "scan" in steps:
-            scan_step(bs, peers, args.repeats, results, args.warmup)
+            scan_step(bs, peers, args.repeats, results, args.warmup, on_41)
         if "preview" in steps:
             preview_step(bs, peers, args.repeats, args.preview_tables, total, results, extra)
     finally:
         peers.close()
+        if on_41:
+            on_41.close()
     finish(root, results, extra, args.keep)
 
 
@@ -326,12 +268,15 @@ def dbt_rows(root: str, repeats: int, results: dict) -> None:
     report({k: results[k] for k in list(results)[-2:]}, {})
 
 
-def scan_step(bs, peers, repeats, results, warmup: int = 0) -> None:
+def scan_step(bs, peers, repeats, results, warmup: int = 0, on_41=None) -> None:
     deletes = {"branchspark": bs.delete_percent()["seconds"]}
     for kind in ("delta", "iceberg_mor"):
         deletes[kind] = peers("delete_percent", kind=kind)["seconds"]
     counts = {"branchspark": bs.count()["count"], **{k: peers("count", kind=k)["count"]
                                                     for k in ("delta", "iceberg_mor")}}
+    if on_41:
+        deletes[ON_41] = on_41("delete_percent")["seconds"]
+        counts[ON_41] = on_41("count")["count"]
     if len(set(counts.values())) != 1:
         raise SystemExit(f"the sides hold different rows after the deletes: {counts}")
     bs.floor_scan()  # its copy written before the rounds
@@ -339,6 +284,8 @@ def scan_step(bs, peers, repeats, results, warmup: int = 0) -> None:
             **{k: (lambda kk: lambda i: peers("full_scan", kind=kk))(k) for k in ("delta", "iceberg_mor")},
             FLOOR: lambda i: bs.floor_scan(),
             FLOOR_PEERS: lambda i: peers("parquet_scan", path=bs.floor)}
+    if on_41:
+        scan[ON_41] = lambda i: on_41("full_scan")
     answers = rounds(scan, repeats, lambda label, run, i: run(i), warmup)
     results["scan"] = {label: statistics.median(a["seconds"] for a in runs) for label, runs in answers.items()}
     sums = {label: tuple(runs[-1]["sum"]) for label, runs in answers.items()}
@@ -390,10 +337,15 @@ def report(results: dict, extra: dict) -> None:
             if label == "branchspark":
                 continue
             ratio = ours / seconds if seconds else float("inf")
-            target = (FLOOR_TARGET if label == FLOOR else None if label in (FLOOR_PEERS, FEED_FLOOR, DELTA_CDC_FLOOR)
+            target = (FLOOR_TARGET if label == FLOOR else None if label in (FLOOR_PEERS, FEED_FLOOR, DELTA_CDC_FLOOR, ON_41)
                       else TARGETS.get(step.split(" (")[0]))
             verdict = "" if target is None else f"  (target <= {target}x: {'ok' if ratio <= target else 'OVER'})"
             print(f"  vs {label:<17} {seconds:9.3f} s   ratio {ratio:8.3f}x{verdict}")
+        if ON_41 in times:  # the same Spark as the peers: what of a ratio above is Spark's version
+            on_41 = times[ON_41]
+            print(f"  on Spark 4.1, as the peers: branchspark {on_41:.3f} s; " + ", ".join(
+                f"/ {label} {on_41 / seconds:.3f}x" for label, seconds in times.items()
+                if label in peers_side.KINDS + (FLOOR_PEERS,) and seconds))
     for step, sizes in extra.items():
         print(f"{step}: " + ", ".join(f"{label} {size:,} B" for label, size in sizes.items()))
 
