@@ -8,7 +8,6 @@ takes one JSON command per line on stdin and answers one JSON line on stdout, as
 from __future__ import annotations
 
 import functools
-import json
 import os
 import sys
 import time
@@ -119,20 +118,7 @@ class Branchspark:
 
 def main() -> None:
     """The side process: {"op": "start", "root": ..., "config": ...} first, then one method call per line."""
-    side = None
-    for line in sys.stdin:
-        command = json.loads(line)
-        op = command.pop("op")
-        if op == "start":
-            side = Branchspark(**command)
-            answer = {"seconds": 0.0, "spark": side.spark.version}
-        else:
-            answer = getattr(side, op)(**command)
-        sys.stdout.write(json.dumps(answer) + "\n")
-        sys.stdout.flush()
-    if side is not None:
-        side.spark.stop()
-
+    peers_side.serve(Branchspark)
 
 if __name__ == "__main__":
     main()

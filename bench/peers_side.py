@@ -227,21 +227,26 @@ class Peers:
                 "each": each}
 
 
-def main() -> None:
-    peers = None
+def serve(side_class) -> None:
+    """A side process's loop: {"op": "start", ...} builds `side_class(...)`, then each line calls one of its
+    methods; one JSON answer per line on stdout (bench/peers.py's SideProcess)."""
+    side = None
     for line in sys.stdin:
         command = json.loads(line)
-        op, args = command.pop("op"), command
+        op = command.pop("op")
         if op == "start":
-            peers = Peers(**args)
-            answer = {"seconds": 0.0, "spark": peers.spark.version}
+            side = side_class(**command)
+            answer = {"seconds": 0.0, "spark": side.spark.version}
         else:
-            answer = getattr(peers, op)(**args)
+            answer = getattr(side, op)(**command)
         sys.stdout.write(json.dumps(answer) + "\n")
         sys.stdout.flush()
-    if peers is not None:
-        peers.spark.stop()
+    if side is not None:
+        side.spark.stop()
 
+
+def main() -> None:
+    serve(Peers)
 
 if __name__ == "__main__":
     main()
