@@ -1,7 +1,7 @@
 """branchspark side by side with Delta Lake and Apache Iceberg on the same work, in one run (issue 52).
 
     python bench/peers.py [--scale 1.0] [--repeats 3] [--warmup 1] [--steps upsert,changes,scan,preview,dbt]
-                          [--preview-tables 20] [--no-on-41] [--keep]
+                          [--peers delta,iceberg_cow,iceberg_mor] [--preview-tables 20] [--no-on-41] [--keep]
 
 At scale 1: a table of 10M rows (id, amount, customer; 4 files), 10k changed rows per upsert. `--scale 0.01`
 runs the same at 100k rows and 100 changes. Spark processes with the same settings (`local[2]`, 4 shuffle
@@ -15,7 +15,10 @@ rotating per round, so all sides share the machine's load alike; medians of `--r
 `--warmup` untimed rounds (1) of the upsert, changes and scan steps: a side's first run of a step loads and
 compiles its code paths (quiet, at 1M rows: branchspark's first upsert in a fresh process 2.4 s, its third
 0.8 s; Iceberg merge-on-read's 1.45 s and 1.32 s), which a long-lived session or engine pays once. Each
-round's time is printed.
+round's time is printed. The peers share one process, so a round warms their JVM with one MERGE per peer
+(three) where ours runs one upsert; `--peers iceberg_mor` builds and upserts that peer alone, for rounds in
+which each JVM has run as many writes as the other (the changes step needs delta and iceberg_cow, the scan
+and preview steps delta and iceberg_mor).
 
     upsert      `--changed` rows with new amounts, spread over the table: branchspark's upsert on the key (what
                 dbt's `merge` incremental strategy runs) against MERGE INTO on Delta (deletion vectors on, as
@@ -168,6 +171,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--warmup", type=int, default=1,
                         help="untimed rounds before the timed ones, of the upsert, changes and scan steps")
+    parser.add_argument("--peers", default=",".join(peers_side.KINDS),
+                        help="the peers' tables built and upserted, of " + ", ".join(peers_side.KINDS))
     parser.add_argument("--keep", action="store_true")
     parser.add_argument("--preview-tables", type=int, default=20,
                         help="the preview step's project: the big table and N-1 tables of 1/1000 its rows")
@@ -179,6 +184,14 @@ def main() -> None:
     args = parser.parse_args()
     total, changed = int(10_000_000 * args.scale), max(int(10_000 * args.scale), 10)
     steps = args.steps.split(",")
+    unknown = set(args.peers.split(",")) - set(peers_side.KINDS)
+    if unknown:
+        raise SystemExit(f"bench/peers.py: --peers takes {', '.join(peers_side.KINDS)}, not {', '.join(sorted(unknown))}")
+    kinds = tuple(kind for kind in peers_side.KINDS if kind in args.peers.split(","))
+    needs = {"changes": {"delta", "iceberg_cow"}, "scan": {"delta", "iceberg_mor"}, "preview": {"delta", "iceberg_mor"}}
+    for step, needed in needs.items():
+        if step in steps and not needed <= set(kinds):
+            raise SystemExit(f"bench/peers.py: the {step} step needs --peers to hold {', '.join(sorted(needed))}")
     root = scratch_dir("peers")
     print(f"bench/peers.py: steps {args.steps}; {total:,} rows, {changed:,} changed rows (the table's steps), "
           f"{args.repeats} rounds after {args.warmup} untimed; scratch {root}; "
@@ -197,7 +210,8 @@ def main() -> None:
         print(f"branchspark: pyspark {pyspark.__version__}; peers: Spark {peers.version}, "
               f"{', '.join(sorted(os.path.basename(j) for j in peers_jars() if 'delta-spark' in j or 'iceberg' in j))}",
               flush=True)
-        setup = {"branchspark": bs.setup(total)["seconds"], "peers (3 tables)": peers("setup", total=total)["seconds"]}
+        setup = {"branchspark": bs.setup(total)["seconds"],
+                 f"peers ({len(kinds)} tables)": peers("setup", total=total, kinds=kinds)["seconds"]}
         if on_41:
             setup[ON_41] = on_41("setup", total=total)["seconds"]
         if "preview" in steps and args.preview_tables > 1:  # the preview's project (its small tables), untimed
@@ -208,7 +222,6 @@ def main() -> None:
                 "setup_project", tables=args.preview_tables, rows_each=small)["seconds"]
         print("setup (untimed for the ratios): " + ", ".join(f"{k} {v:.1f} s" for k, v in setup.items()), flush=True)
 
-        kinds = peers_side.KINDS
         sides = {"branchspark": lambda i: bs.upsert(total, changed, i)}
         for kind in kinds:
             sides[kind] = (lambda k: lambda i: peers("upsert", kind=k, total=total, changed=changed, round_index=i))(kind)
