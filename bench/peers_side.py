@@ -55,20 +55,28 @@ def dir_bytes(path: str) -> int:
     return total
 
 
+def iceberg_catalog(root: str) -> dict:
+    """Settings of the Iceberg catalog `ice` (Hadoop tables under `root`/iceberg) the peers' tables live in."""
+    return {"spark.sql.catalog.ice": "org.apache.iceberg.spark.SparkCatalog", "spark.sql.catalog.ice.type": "hadoop",
+            "spark.sql.catalog.ice.warehouse": f"{root}/iceberg"}
+
+
 class Peers:
-    def __init__(self, root: str, jars: list[str], config: dict):
+    def __init__(self, root: str, jars: list[str], config: dict, spark=None):
+        """`spark`: a session already built with Iceberg's runtime and `iceberg_catalog(root)` (no Delta), shared
+        with another side (bench/peers_one_process.py); else one of its own with Delta and Iceberg."""
         from pyspark.sql import SparkSession
 
-        builder = SparkSession.builder.config("spark.jars", ",".join(jars)).config(
-            "spark.sql.extensions",
-            "io.delta.sql.DeltaSparkSessionExtension,org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
-        ).config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog").config(
-            "spark.sql.catalog.ice", "org.apache.iceberg.spark.SparkCatalog").config(
-            "spark.sql.catalog.ice.type", "hadoop").config("spark.sql.catalog.ice.warehouse", f"{root}/iceberg")
-        for key, value in config.items():
-            builder = builder.config(key, value)
-        self.spark = builder.getOrCreate()
-        self.spark.sparkContext.setLogLevel("ERROR")
+        if spark is None:
+            builder = SparkSession.builder.config("spark.jars", ",".join(jars)).config(
+                "spark.sql.extensions",
+                "io.delta.sql.DeltaSparkSessionExtension,org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
+            ).config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
+            for key, value in {**iceberg_catalog(root), **config}.items():
+                builder = builder.config(key, value)
+            spark = builder.getOrCreate()
+            spark.sparkContext.setLogLevel("ERROR")
+        self.spark = spark
         self.root = root
         self.delta = f"{root}/delta/events"
         self.project = {"delta": [self.delta], "iceberg_mor": [self.table("iceberg_mor")]}  # setup_project's
