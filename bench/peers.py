@@ -186,7 +186,8 @@ def main() -> None:
     steps = args.steps.split(",")
     unknown = set(args.peers.split(",")) - set(peers_side.KINDS)
     if unknown:
-        raise SystemExit(f"bench/peers.py: --peers takes {', '.join(peers_side.KINDS)}, not {', '.join(sorted(unknown))}")
+        raise SystemExit(f"bench/peers.py: --peers takes {', '.join(peers_side.KINDS)}, "
+                         f"not {', '.join(sorted(unknown))}")
     kinds = tuple(kind for kind in peers_side.KINDS if kind in args.peers.split(","))
     needs = {"changes": {"delta", "iceberg_cow"}, "scan": {"delta", "iceberg_mor"}, "preview": {"delta", "iceberg_mor"}}
     for step, needed in needs.items():

@@ -5,13 +5,14 @@ deleted of bench/peers.py, without the process split (issue 72).
 
 bench/peers.py runs ours and the peers in JVMs of their own, and the peers' JVM runs three MERGEs a round
 (Delta's, Iceberg's two modes) and three scans (Delta's, Iceberg's, plain Parquet) where ours runs one upsert
-and two scans (ours, the floor): its JIT and Spark's code caches warm faster, and at 100k and 1M rows, where a step takes 0.2-1.5 s, that warm-up is as large as the gaps. Here one
-session of .venv-peers' Spark 4.1 holds Iceberg's runtime and branchspark's jar and extension (which adds two
-functions, no planner rule; the session's file system for file: is then branchspark's, which Iceberg's Hadoop
-FileIO writes through as well: both sides write through the same one); the same table
-(bench/peers_side.py's rows), the same upserts, then one DELETE of 1% on both, then full scans (every column
-hashed and summed; the sums must agree) of both and of a plain Parquet copy of the live rows (the floor), each
-round in a rotating order. Run it with any Python: it starts itself again under .venv-peers' (`make peers`).
+and two scans (ours, the floor): its JIT and Spark's code caches warm faster, and at 100k and 1M rows, where a
+step takes 0.2-1.5 s, that warm-up is as large as the gaps. Here one session of .venv-peers' Spark 4.1 holds
+Iceberg's runtime and branchspark's jar and extension (which adds two functions, no planner rule; the session's
+file system for file: is then branchspark's, which Iceberg's Hadoop FileIO writes through as well: both sides
+write through the same one); the same table (bench/peers_side.py's rows), the same upserts, then one DELETE of
+1% on both, then full scans (every column hashed and summed; the sums must agree) of both and of a plain
+Parquet copy of the live rows (the floor), each round in a rotating order. Run it with any Python: it starts
+itself again under .venv-peers' (`make peers`).
 Prints each round and the medians; exits 0 whatever the ratios are.
 """
 from __future__ import annotations
