@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export PYSPARK_PYTHON := $(abspath $(PY))
 
-.PHONY: install spark-iceberg peers spark41 test test-long demo demo-s3 bench bench-dbt bench-dbt-cli bench-peers test-model test-model-long
+.PHONY: install spark-iceberg peers spark41 test test-long demo demo-s3 bench bench-dbt bench-dbt-cli bench-peers bench-peers-one-process test-model test-model-long
 
 # uv installs the same packages as pip (the same versions, checked with `pip freeze`) in about two thirds of the
 # time on a fresh machine: 48 s against 74 s without caches, bytecode compiled as pip does (2026-11-29).
@@ -136,6 +136,10 @@ test-model-long: install
 # `make bench-peers ARGS="--scale 0.01"` for a small run
 bench-peers: install peers
 	$(PY) bench/peers.py $(ARGS)
+
+# branchspark and Iceberg merge-on-read in one Spark 4.1 process, turn about: `make bench-peers-one-process ARGS="--scale 0.01"`
+bench-peers-one-process: install peers
+	$(PY) bench/peers_one_process.py $(ARGS)
 
 # dbt from the shell, per invocation: warm local engine, method: session, dbt-spark, dbt-duckdb; several minutes
 bench-dbt-cli: install
