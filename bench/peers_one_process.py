@@ -1,7 +1,7 @@
 """branchspark and Iceberg merge-on-read in one Spark 4.1 process, turn about: the upsert and the scan after 1%
 deleted of bench/peers.py, without the process split (issue 72).
 
-    python bench/peers_one_process.py [--scale 0.1] [--repeats 3] [--warmup 1] [--keep]
+    python bench/peers_one_process.py [--scale 0.1] [--repeats 3] [--warmup 1] [--delta] [--keep]
 
 bench/peers.py runs ours and the peers in JVMs of their own, and the peers' JVM runs three MERGEs a round
 (Delta's, Iceberg's two modes) and three scans (Delta's, Iceberg's, plain Parquet) where ours runs one upsert
@@ -13,6 +13,9 @@ write through the same one); the same table (bench/peers_side.py's rows), the sa
 1% on both, then full scans (every column hashed and summed; the sums must agree) of both and of a plain
 Parquet copy of the live rows (the floor), each round in a rotating order. Run it with any Python: it starts
 itself again under .venv-peers' (`make peers`).
+`--delta` adds Delta Lake to the session (its extension, and its catalog as Spark's): its table takes the same
+upserts, and the change feed of the last upsert is read in full on both, `branch_changes` against Delta's
+`table_changes_by_path` (Delta's feed step of bench/peers.py); Delta's MERGE then warms the one JVM for every side.
 Prints each round and the medians; exits 0 whatever the ratios are.
 """
 from __future__ import annotations
@@ -44,6 +47,7 @@ def main() -> None:
     parser.add_argument("--scale", type=float, default=0.1, help="1.0: 10M rows, 10k changes")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--warmup", type=int, default=1, help="untimed rounds before the timed ones, each step")
+    parser.add_argument("--delta", action="store_true", help="Delta Lake too: its upserts, and the change feed step")
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args()
     in_peers_python()
@@ -56,30 +60,43 @@ def main() -> None:
     total, changed = int(10_000_000 * args.scale), max(int(10_000 * args.scale), 10)
     root = scratch_dir("peers_one_process")
     # our session settings add branchspark's jar and extension to these (deletion_vectors.session_config)
-    config = {**SPARK, "spark.jars": ",".join(peers_jars()),
-              "spark.sql.extensions": "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
-              **peers_side.iceberg_catalog(root)}
+    extensions = ["org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"]
+    config = {**SPARK, "spark.jars": ",".join(peers_jars()), **peers_side.iceberg_catalog(root)}
+    if args.delta:
+        extensions.insert(0, "io.delta.sql.DeltaSparkSessionExtension")
+        config["spark.sql.catalog.spark_catalog"] = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+    config["spark.sql.extensions"] = ",".join(extensions)
     spark = local_session(config["spark.master"], config)
     print(f"bench/peers_one_process.py: Spark {spark.version}, one process; {total:,} rows, {changed:,} changed "
           f"rows; {args.repeats} rounds after {args.warmup} untimed; load average {os.getloadavg()[0]:.1f}",
           flush=True)
-    ours, iceberg = Branchspark(root, config), peers_side.Peers(root, [], {}, spark=spark)
+    ours, peers = Branchspark(root, config), peers_side.Peers(root, [], {}, spark=spark)
+    kinds = ("delta", "iceberg_mor") if args.delta else ("iceberg_mor",)
     results = {}
     try:
         ours.setup(total)
-        iceberg.setup(total, kinds=("iceberg_mor",))
-        upserts = rounds({"branchspark": lambda i: ours.upsert(total, changed, i),
-                          "iceberg_mor": lambda i: iceberg.upsert("iceberg_mor", total, changed, i)},
-                         args.repeats, lambda label, run, i: run(i), args.warmup)
+        peers.setup(total, kinds=kinds)
+        sides = {"branchspark": lambda i: ours.upsert(total, changed, i)}
+        for kind in kinds:
+            sides[kind] = (lambda k: lambda i: peers.upsert(k, total, changed, i))(kind)
+        upserts = rounds(sides, args.repeats, lambda label, run, i: run(i), args.warmup)
         results["upsert"] = {label: statistics.median(a["seconds"] for a in runs) for label, runs in upserts.items()}
+        if args.delta:
+            last = {label: runs[-1] for label, runs in upserts.items()}
+            feeds = rounds({"branchspark": lambda i: ours.change_feed(last["branchspark"]["before"],
+                                                                      last["branchspark"]["after"]),
+                            "delta": lambda i: peers.change_feed("delta", last["delta"]["before"],
+                                                                 last["delta"]["after"])},
+                           args.repeats, lambda label, run, i: run(i), args.warmup)
+            results["changes"] = {label: statistics.median(a["seconds"] for a in runs) for label, runs in feeds.items()}
         deletes = {"branchspark": ours.delete_percent()["seconds"],
-                   "iceberg_mor": iceberg.delete_percent("iceberg_mor")["seconds"]}
-        counts = {"branchspark": ours.count()["count"], "iceberg_mor": iceberg.count("iceberg_mor")["count"]}
+                   "iceberg_mor": peers.delete_percent("iceberg_mor")["seconds"]}
+        counts = {"branchspark": ours.count()["count"], "iceberg_mor": peers.count("iceberg_mor")["count"]}
         if len(set(counts.values())) != 1:
             raise SystemExit(f"the sides hold different rows after the deletes: {counts}")
         ours.floor_scan()  # its copy written before the rounds
         scans = rounds({"branchspark": lambda i: ours.full_scan(),
-                        "iceberg_mor": lambda i: iceberg.full_scan("iceberg_mor"),
+                        "iceberg_mor": lambda i: peers.full_scan("iceberg_mor"),
                         FLOOR: lambda i: ours.floor_scan()}, args.repeats, lambda label, run, i: run(i), args.warmup)
         sums = {label: tuple(runs[-1]["sum"]) for label, runs in scans.items()}
         if len(set(sums.values())) != 1:
