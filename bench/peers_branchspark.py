@@ -120,5 +120,6 @@ def main() -> None:
     """The side process: {"op": "start", "root": ..., "config": ...} first, then one method call per line."""
     peers_side.serve(Branchspark)
 
+
 if __name__ == "__main__":
     main()

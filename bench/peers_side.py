@@ -63,8 +63,9 @@ def iceberg_catalog(root: str) -> dict:
 
 class Peers:
     def __init__(self, root: str, jars: list[str], config: dict, spark=None):
-        """`spark`: a session already built with Iceberg's runtime and `iceberg_catalog(root)` (no Delta), shared
-        with another side (bench/peers_one_process.py); else one of its own with Delta and Iceberg."""
+        """`spark`: a session already built with Iceberg's runtime and `iceberg_catalog(root)` (and Delta's extension
+        and catalog where its Delta table is used), shared with another side (bench/peers_one_process.py); else one
+        of its own with Delta and Iceberg."""
         from pyspark.sql import SparkSession
 
         if spark is None:
@@ -255,6 +256,7 @@ def serve(side_class) -> None:
 
 def main() -> None:
     serve(Peers)
+
 
 if __name__ == "__main__":
     main()
