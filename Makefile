@@ -16,6 +16,23 @@ $(VENV)/.installed: setup.py
 	$(PY) -m compileall -q dbt
 	touch $@
 
+# The JDK branchspark's JVMs run on (core/jvm_home.py): the newest from 17 to 25 installed here (jars/jdk_home.sh),
+# written to .jars/jdk/spark-<pyspark's version>. On JDK 25 a fresh process's first upserts of 100k rows took about
+# a third less than on 17, and scans of 10M rows 5-10% less (docs/performance.md). .venv-peers' Spark 4.1 finds
+# no choice of its version and keeps `java` on the PATH (its Hadoop cannot start on JDK 25: `getSubject is not
+# supported`). `make install JDK=/path` picks another; an empty JDK leaves Spark's own choice. The file is
+# rewritten only when the choice changes, so the class-data archive, dumped by that JDK, is made again only then.
+JDK ?= $(shell jars/jdk_home.sh 25)
+JDK_CHOICE := .jars/jdk/.chosen
+$(JDK_CHOICE): $(VENV)/.installed FORCE
+	@file=".jars/jdk/spark-$$($(PY) -c 'import pyspark; print(pyspark.__version__)')"; \
+	  if [ ! -e $@ ] || [ "$$(cat $@)" != "$$file $(JDK)" ]; then \
+	    mkdir -p .jars/jdk && rm -f .jars/jdk/spark-*; \
+	    if [ -n "$(JDK)" ]; then echo "$(JDK)" > "$$file"; fi; \
+	    echo "$$file $(JDK)" > $@; echo "branchspark's JVMs run on: $(or $(JDK),Spark's own choice of JDK)"; fi
+.PHONY: FORCE
+FORCE:
+
 # branchspark's jar (deletion vectors, a local file system), compiled against the installed pyspark when
 # its sources change (never at run time); without a JDK the build says so and reads apply tombstones by a join.
 JVM_DIR := dbt/adapters/branchspark/core/storage/jvm
@@ -38,12 +55,12 @@ $(S3_JARS): jars/s3/pom.xml
 # classes it loaded; every driver JVM branchspark starts then maps them and starts Spark in about 0.6 of the time.
 # Made after the jars the driver's class path names, which the archive records. About 30 s and 170 MB.
 JVM_ARCHIVE := .jars/jvm-archive/.built
-$(JVM_ARCHIVE): $(VENV)/.installed $(JAR_STAMP) $(S3_JARS)
+$(JVM_ARCHIVE): $(VENV)/.installed $(JDK_CHOICE) $(JAR_STAMP) $(S3_JARS)
 	$(PY) -m dbt.adapters.branchspark.core.jvm_archive_build && touch $@ || true
 
 # dbt --version lists only adapters found under site-packages/dbt/adapters, where an editable install
 # puts nothing (dbt-core issue 8504): a link there makes it list branchspark under Plugins.
-install: $(VENV)/.installed $(JAR_STAMP) $(S3_JARS) $(JVM_ARCHIVE)
+install: $(VENV)/.installed $(JDK_CHOICE) $(JAR_STAMP) $(S3_JARS) $(JVM_ARCHIVE)
 	@ln -sfn "$(abspath dbt/adapters/branchspark)" \
 	  "$$($(PY) -c 'import dbt.adapters; print(dbt.adapters.__path__[0])')/branchspark"
 

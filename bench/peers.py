@@ -107,7 +107,8 @@ class SideProcess:
         self.log = open(os.path.join(scratch, log), "w")
         self.process = subprocess.Popen([PEERS_PYTHON, os.path.join(REPO, "bench", script)], env=env,
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, text=True)
-        self.version = self("start", **start)["spark"]
+        started = self("start", **start)
+        self.version, self.java = started["spark"], started["java"]
 
     def __call__(self, op: str, **args) -> dict:
         self.process.stdin.write(json.dumps({"op": op, **args}) + "\n")
@@ -208,9 +209,11 @@ def main() -> None:
     on_41 = Branchspark41Process(root) if args.on_41 and set(steps) & {"upsert", "changes", "scan"} else None
     try:
         import pyspark
-        print(f"branchspark: pyspark {pyspark.__version__}; peers: Spark {peers.version}, "
-              f"{', '.join(sorted(os.path.basename(j) for j in peers_jars() if 'delta-spark' in j or 'iceberg' in j))}",
-              flush=True)
+        java = bs.spark._jvm.java.lang.System.getProperty("java.version")
+        print(f"branchspark: pyspark {pyspark.__version__} on Java {java}; peers: Spark {peers.version} on Java "
+              f"{peers.java}, "
+              f"{', '.join(sorted(os.path.basename(j) for j in peers_jars() if 'delta-spark' in j or 'iceberg' in j))}"
+              + (f"; {ON_41} on Java {on_41.java}" if on_41 else ""), flush=True)
         setup = {"branchspark": bs.setup(total)["seconds"],
                  f"peers ({len(kinds)} tables)": peers("setup", total=total, kinds=kinds)["seconds"]}
         if on_41:

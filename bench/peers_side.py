@@ -245,7 +245,8 @@ def serve(side_class) -> None:
         op = command.pop("op")
         if op == "start":
             side = side_class(**command)
-            answer = {"seconds": 0.0, "spark": side.spark.version}
+            answer = {"seconds": 0.0, "spark": side.spark.version,
+                      "java": side.spark._jvm.java.lang.System.getProperty("java.version")}
         else:
             answer = getattr(side, op)(**command)
         sys.stdout.write(json.dumps(answer) + "\n")

@@ -11,6 +11,9 @@ MASTER=${BRANCHSPARK_CONNECT_MASTER:-local[2]}  # tests/spark_cluster.sh: a stan
 STATE=$ROOT/.connect-server/$PORT
 export SPARK_HOME
 SPARK_HOME=$("$VENV/bin/python" -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')
+# the JDK `make install` chose for this pyspark, as branchspark's own sessions use (core/jvm_home.py)
+chosen_jdk=$("$VENV/bin/python" -m dbt.adapters.branchspark.core.jvm_home)
+if [ -n "$chosen_jdk" ]; then export JAVA_HOME=$chosen_jdk; fi
 export SPARK_PID_DIR=$STATE SPARK_LOG_DIR=$STATE SPARK_IDENT_STRING=branchspark-$PORT
 # the server's Python workers need this venv's pyarrow and pandas
 export PYSPARK_PYTHON=$VENV/bin/python SPARK_LOCAL_IP=127.0.0.1

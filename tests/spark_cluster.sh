@@ -14,6 +14,9 @@ UI_PORT=${BRANCHSPARK_CLUSTER_UI_PORT:-8080}
 STATE=$ROOT/.spark-cluster/$PORT
 export SPARK_HOME
 SPARK_HOME=$("$VENV/bin/python" -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')
+# the JDK `make install` chose for this pyspark, as branchspark's own sessions use (core/jvm_home.py)
+chosen_jdk=$("$VENV/bin/python" -m dbt.adapters.branchspark.core.jvm_home)
+if [ -n "$chosen_jdk" ]; then export JAVA_HOME=$chosen_jdk; fi
 export PYSPARK_PYTHON=$VENV/bin/python SPARK_LOCAL_IP=127.0.0.1 SPARK_MASTER_HOST=127.0.0.1
 MASTER=spark://127.0.0.1:$PORT
 

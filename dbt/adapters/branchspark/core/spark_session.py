@@ -22,7 +22,7 @@ from pyspark.logger import PySparkLogger
 from pyspark.sql import SparkSession
 from pyspark.sql.connect.shell import PROGRESS_BAR_ENABLED
 
-from . import jvm_archive, jvm_log
+from . import jvm_archive, jvm_home, jvm_log
 from .connect import is_connect
 from .spark_errors import translate_action_errors
 from .storage import deletion_vectors, local_files, object_store
@@ -114,7 +114,8 @@ def _in_process(master: str | None, config: dict[str, str]) -> SparkSession:
     builder = SparkSession.builder
     for key, value in settings.items():
         builder = builder.config(key, str(value))
-    session = builder.getOrCreate()
+    with jvm_home.launching():  # on the JDK the install chose, which the class-data archive was dumped by
+        session = builder.getOrCreate()
     quiet(session)
     # a failed action on a warehouse's damaged or missing file: one line, not the JVM's stack (spark_errors.py)
     translate_action_errors()

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pyspark
 
-from ..core import jvm_archive
+from ..core import jvm_archive, jvm_home
 from ..core.storage import deletion_vectors, local_files, object_store
 from .lifecycle import CONNECT_SERVER_CLASS, client_identity, probe
 from .state import EngineHome, EngineState, warmup_wanted
@@ -67,7 +67,8 @@ def main(root: str, port: int, idle_timeout: float, memory: str, master: str) ->
     env.pop("SPARK_CONNECT_MODE_ENABLED", None)
     command = server_command(home, port, memory, master)
     log(f"starting: {' '.join(command)}")
-    jvm = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL)  # spark-submit execs the JVM: same pid
+    # on the JDK the install chose (jvm_home.py); spark-submit execs the JVM: same pid
+    jvm = subprocess.Popen(command, env=jvm_home.launch_env(env), stdin=subprocess.DEVNULL)
     state = EngineState(supervisor_pid=os.getpid(), pid=jvm.pid, port=port, token=token,
                         identity=client_identity(), started_at=time.time(), idle_timeout=idle_timeout,
                         memory=memory, master=master)
