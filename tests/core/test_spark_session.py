@@ -3,7 +3,11 @@
 A session the process already has is reused as it is: only the runtime settings the caller names change.
 Before, the dbt adapter's own factory turned ANSI mode off on every session it reused, asked or not.
 """
-from dbt.adapters.branchspark.core import jvm_archive
+import os
+
+import pytest
+
+from dbt.adapters.branchspark.core import jvm_archive, jvm_home
 from dbt.adapters.branchspark.core.spark_session import spark_session
 from tests.missing import missing
 from tests.sessions import make_active
@@ -50,6 +54,36 @@ def test_the_driver_jvm_maps_the_class_archive_make_install_built(spark):
         missing(f"no JVM class-data archive at {archive}: `make install` builds it "
                 f"(python -m dbt.adapters.branchspark.core.jvm_archive_build)")
     assert str(archive) in _mapped_files(spark), f"the driver JVM was given {archive} but did not map it"
+
+
+def test_the_driver_jvm_runs_on_the_jdk_make_install_chose(spark):
+    """`make install` chooses the newest JDK from 17 to 25 installed (jars/jdk_home.sh); a session branchspark
+    starts runs on it whatever JAVA_HOME the process has, and the archive above was dumped by it."""
+    chosen = jvm_home.java_home()
+    if chosen is None:
+        missing(f"no JDK chosen at {jvm_home.choice_path()}: `make install` writes it when a JDK from 17 to 25 is "
+                f"installed; Spark then runs on its own choice")
+    running = spark._jvm.java.lang.System.getProperty("java.home")
+    assert os.path.realpath(running) == os.path.realpath(chosen), f"the driver runs on {running}, not {chosen}"
+
+
+def test_a_chosen_jdk_is_set_only_while_a_jvm_starts_and_a_missing_one_is_not_chosen(tmp_path, monkeypatch):
+    jdk = tmp_path / "jdk"
+    (jdk / "bin").mkdir(parents=True)
+    monkeypatch.setenv(jvm_home.JAVA_HOME_ENV, str(jdk))
+    assert jvm_home.java_home() is None  # no bin/java: not a JDK
+    (jdk / "bin" / "java").write_text("")
+    assert jvm_home.java_home() == str(jdk)
+    assert jvm_home.launch_env({"A": "1", "JAVA_HOME": "/elsewhere"}) == {"A": "1", "JAVA_HOME": str(jdk)}
+    monkeypatch.setenv("JAVA_HOME", "/the/callers")
+    with jvm_home.launching():
+        assert os.environ["JAVA_HOME"] == str(jdk)
+    assert os.environ["JAVA_HOME"] == "/the/callers"
+    monkeypatch.delenv("JAVA_HOME")
+    with pytest.raises(RuntimeError):
+        with jvm_home.launching():
+            raise RuntimeError("the JVM did not start")
+    assert "JAVA_HOME" not in os.environ
 
 
 def test_only_a_built_archive_is_named_and_never_over_the_callers_own(tmp_path, monkeypatch):
