@@ -20,7 +20,8 @@ $(VENV)/.installed: setup.py
 # written to .jars/jdk/spark-<pyspark's version>. On JDK 25 a fresh process's first upserts of 100k rows took about
 # a third less than on 17, and scans of 10M rows 5-10% less (docs/performance.md). .venv-peers' Spark 4.1 finds
 # no choice of its version and keeps `java` on the PATH (its Hadoop cannot start on JDK 25: `getSubject is not
-# supported`). `make install JDK=/path` picks another; an empty JDK leaves Spark's own choice. The file is
+# supported`). A JAVA_HOME the caller sets stays theirs; `make install JDK=/path` picks another; an empty JDK
+# leaves Spark's own choice. The file is
 # rewritten only when the choice changes, so the class-data archive, dumped by that JDK, is made again only then.
 JDK ?= $(shell jars/jdk_home.sh 25)
 JDK_CHOICE := .jars/jdk/.chosen

@@ -84,6 +84,15 @@ def test_a_chosen_jdk_is_set_only_while_a_jvm_starts_and_a_missing_one_is_not_ch
         with jvm_home.launching():
             raise RuntimeError("the JVM did not start")
     assert "JAVA_HOME" not in os.environ
+    # the install's choice, below a JAVA_HOME the caller set
+    monkeypatch.delenv(jvm_home.JAVA_HOME_ENV)
+    monkeypatch.setattr(jvm_home, "_CHECKOUT_CHOICES", tmp_path / "choices")
+    jvm_home.choice_path().parent.mkdir()
+    jvm_home.choice_path().write_text(f"{jdk}\n")
+    assert jvm_home.java_home() == str(jdk)
+    monkeypatch.setenv("JAVA_HOME", "/the/callers")
+    assert jvm_home.java_home() is None and jvm_home.launch_env({"JAVA_HOME": "/the/callers"}) == {
+        "JAVA_HOME": "/the/callers"}
 
 
 def test_only_a_built_archive_is_named_and_never_over_the_callers_own(tmp_path, monkeypatch):

@@ -1,6 +1,6 @@
-"""The JDK that branchspark's JVMs run on: the one `make install` chose for the installed pyspark (the newest from
-17 to 25 installed; jars/jdk_home.sh), or the one BRANCHSPARK_JAVA_HOME names; otherwise Spark's own choice, as
-before (JAVA_HOME, or `java` on the PATH). On JDK 25 a fresh process's first upserts of 100k rows took about a
+"""The JDK that branchspark's JVMs run on: the one BRANCHSPARK_JAVA_HOME names; else the caller's JAVA_HOME, as Spark
+would use it; else the one `make install` chose for the installed pyspark (the newest from 17 to 25 installed;
+jars/jdk_home.sh); else `java` on the PATH, as before. On JDK 25 a fresh process's first upserts of 100k rows took about a
 third less than on 17, and scans of 10M rows 5-10% less (docs/performance.md).
 
 The choice is kept per pyspark version (`.jars/jdk/spark-<version>`, beside the class-data archive it goes with):
@@ -25,9 +25,12 @@ def choice_path() -> Path:
 
 
 def java_home() -> str | None:
-    """The JDK home branchspark's JVMs should run on, or None: Spark's own choice."""
+    """The JDK home branchspark's JVMs should run on, or None: Spark's own choice (a JAVA_HOME the caller set is
+    theirs, even one that does not work: Spark then says so)."""
     home = os.environ.get(JAVA_HOME_ENV)
     if not home:
+        if os.environ.get("JAVA_HOME"):
+            return None
         try:
             home = choice_path().read_text().strip()
         except OSError:
