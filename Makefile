@@ -17,11 +17,11 @@ $(VENV)/.installed: setup.py
 	touch $@
 
 # The JDK branchspark's JVMs run on (core/jvm_home.py): the newest from 17 to 25 installed here (jars/jdk_home.sh),
-# written to .jars/jdk/spark-<pyspark's version>. On JDK 25 a fresh process's first upserts of 100k rows took about
-# a third less than on 17, and scans of 10M rows 5-10% less (docs/performance.md). .venv-peers' Spark 4.1 finds
-# no choice of its version and keeps `java` on the PATH (its Hadoop cannot start on JDK 25: `getSubject is not
-# supported`). A JAVA_HOME the caller sets stays theirs; `make install JDK=/path` picks another; an empty JDK
-# leaves Spark's own choice. The file is
+# written to .jars/jdk/spark-<pyspark's version>. On JDK 25, each with its class-data archive, a fresh process's
+# first upsert of 100k rows took 10-20% less than on 17, the next three 3-11% less, and a 10M-row scan 6% less
+# (docs/performance.md, "branchspark on JDK 25"). .venv-peers' Spark 4.1 finds no choice of its version and keeps
+# `java` on the PATH (its Hadoop cannot start on JDK 25: `getSubject is not supported`). A JAVA_HOME the caller
+# sets stays theirs; `make install JDK=/path` picks another; an empty JDK leaves Spark's own choice. The file is
 # rewritten only when the choice changes, so the class-data archive, dumped by that JDK, is made again only then.
 JDK ?= $(shell jars/jdk_home.sh 25)
 JDK_CHOICE := .jars/jdk/.chosen

@@ -1,7 +1,7 @@
 """The JDK that branchspark's JVMs run on: the one BRANCHSPARK_JAVA_HOME names; else the caller's JAVA_HOME, as Spark
 would use it; else the one `make install` chose for the installed pyspark (the newest from 17 to 25 installed;
-jars/jdk_home.sh); else `java` on the PATH, as before. On JDK 25 a fresh process's first upserts of 100k rows took about a
-third less than on 17, and scans of 10M rows 5-10% less (docs/performance.md).
+jars/jdk_home.sh); else `java` on the PATH, as before. On JDK 25 a fresh process's first upsert of 100k rows took
+10-20% less than on 17, the next three 3-11% less, and a scan of 10M rows 6% less (docs/performance.md).
 
 The choice is kept per pyspark version (`.jars/jdk/spark-<version>`, beside the class-data archive it goes with):
 a checkout's environment of another pyspark (Spark 4.1's, whose Hadoop cannot start on JDK 25) finds none and
