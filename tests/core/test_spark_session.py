@@ -58,11 +58,11 @@ def test_the_driver_jvm_maps_the_class_archive_make_install_built(spark):
 
 def test_the_driver_jvm_runs_on_the_jdk_make_install_chose(spark):
     """`make install` chooses the newest JDK from 17 to 25 installed (jars/jdk_home.sh); a session branchspark
-    starts runs on it whatever JAVA_HOME the process has, and the archive above was dumped by it."""
-    chosen = jvm_home.java_home()
+    starts runs on it, or on the JAVA_HOME the process was given, which stays the caller's."""
+    chosen = jvm_home.java_home() or os.environ.get("JAVA_HOME")
     if chosen is None:
-        missing(f"no JDK chosen at {jvm_home.choice_path()}: `make install` writes it when a JDK from 17 to 25 is "
-                f"installed; Spark then runs on its own choice")
+        missing(f"no JDK chosen at {jvm_home.choice_path()} and no JAVA_HOME: `make install` writes the choice when "
+                f"a JDK from 17 to 25 is installed; Spark then runs on `java` on the PATH")
     running = spark._jvm.java.lang.System.getProperty("java.home")
     assert os.path.realpath(running) == os.path.realpath(chosen), f"the driver runs on {running}, not {chosen}"
 
