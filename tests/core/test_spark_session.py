@@ -4,6 +4,8 @@ A session the process already has is reused as it is: only the runtime settings 
 Before, the dbt adapter's own factory turned ANSI mode off on every session it reused, asked or not.
 """
 import os
+import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -64,7 +66,8 @@ def test_the_driver_jvm_runs_on_the_jdk_make_install_chose(spark):
         missing(f"no JDK chosen at {jvm_home.choice_path()} and no JAVA_HOME: `make install` writes the choice when "
                 f"a JDK from 17 to 25 is installed; Spark then runs on `java` on the PATH")
     running = spark._jvm.java.lang.System.getProperty("java.home")
-    assert os.path.realpath(running) == os.path.realpath(chosen), f"the driver runs on {running}, not {chosen}"
+    jdk = jvm_home.jdk_of(chosen)  # a launcher home (JDK 25 and later) runs the JDK it was made for
+    assert os.path.realpath(running) == os.path.realpath(jdk), f"the driver runs on {running}, not {jdk}"
 
 
 def test_a_chosen_jdk_is_set_only_while_a_jvm_starts_and_a_missing_one_is_not_chosen(tmp_path, monkeypatch):
@@ -107,3 +110,85 @@ def test_only_a_built_archive_is_named_and_never_over_the_callers_own(tmp_path, 
     assert options.startswith("-Xss4m ") and f'"-XX:SharedArchiveFile={archive}"' in options
     dumping = {"spark.driver.extraJavaOptions": f"-XX:ArchiveClassesAtExit={tmp_path / 'new.jsa'}"}
     assert jvm_archive.session_config(dumping) == dumping
+    cache = tmp_path / "spark.aot"
+    cache.write_bytes(b"x")
+    monkeypatch.setenv(jvm_archive.ARCHIVE_ENV, str(cache))
+    options = jvm_archive.session_config({})["spark.driver.extraJavaOptions"]
+    assert f"-XX:AOTCache={cache} " in options and options.endswith(jvm_archive.AOT_QUIET)
+    training = {"spark.driver.extraJavaOptions": f"-XX:AOTCacheOutput={tmp_path / 'new.aot'}"}
+    assert jvm_archive.session_config(training) == training
+
+
+def test_the_aot_cache_is_mapped_only_through_a_launcher_home(tmp_path, monkeypatch):
+    """The AOT cache needs the launcher's JVM (no added module); a JVM started otherwise, on a JAVA_HOME the caller
+    set, maps the class-data archive."""
+    monkeypatch.delenv(jvm_archive.ARCHIVE_ENV, raising=False)
+    monkeypatch.setattr(jvm_archive, "_CHECKOUT_ARCHIVES", tmp_path / "archives")
+    (tmp_path / "archives").mkdir()
+    jvm_archive.class_archive_path().write_bytes(b"x")
+    jvm_archive.aot_cache_path().write_bytes(b"x")
+    launcher = tmp_path / "launcher"
+    (launcher / "bin").mkdir(parents=True)
+    (launcher / "bin" / "java").write_text("")
+    (launcher / jvm_home.LAUNCHER_MARK).write_text("/the/jdk\n")
+    monkeypatch.setenv(jvm_home.JAVA_HOME_ENV, str(launcher))
+    assert jvm_home.through_launcher() and jvm_archive.archive_path() == jvm_archive.aot_cache_path()
+    jvm_archive.aot_cache_path().unlink()  # not built: the class-data archive, which any JVM of that JDK maps
+    assert jvm_archive.archive_path() == jvm_archive.class_archive_path()
+    jvm_archive.aot_cache_path().write_bytes(b"x")
+    (launcher / jvm_home.LAUNCHER_MARK).unlink()  # a JDK home itself
+    assert not jvm_home.through_launcher() and jvm_archive.archive_path() == jvm_archive.class_archive_path()
+
+
+def _jdk_with_aot_linking() -> str:
+    home = jvm_home.java_home()
+    jdk = home and jvm_home.jdk_of(home)
+    if not jdk or (jvm_home.major_version(jdk) or 0) < jvm_home.AOT_LINKING_MAJOR:
+        runs_on = jdk or "Spark's own choice of JDK"
+        pytest.skip(f"branchspark's JVMs run on {runs_on}, not JDK {jvm_home.AOT_LINKING_MAJOR} or later: no "
+                    f"launcher home to check (`make install JDK=...`)")
+    return jdk
+
+
+def _java(java, *args, cwd) -> str:
+    done = subprocess.run([str(java), *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout + done.stderr
+
+
+def test_the_launcher_home_leaves_out_only_sparks_added_module_so_classes_link_ahead(tmp_path, monkeypatch):
+    """Spark's launcher gives every JVM --add-modules=jdk.incubator.vector, with which JDK 25 archives no module
+    graph, and so links no class ahead and replays no method profile: the AOT cache then only maps classes, as
+    the class-data archive does. The launcher home's java runs the JDK without that one option."""
+    jdk = _jdk_with_aot_linking()
+    monkeypatch.setattr(jvm_home, "_CHECKOUT_CHOICES", tmp_path / "choices")
+    home = jvm_home.launcher_home(jdk)
+    assert jvm_home.jdk_of(home) == os.path.realpath(jdk) and (tmp_path / "choices") in Path(home).parents
+    java, plain = Path(home) / "bin" / "java", Path(jdk) / "bin" / "java"
+    shown = [jvm_home.LEFT_OUT, "-Dkept=a b", "-XshowSettings:properties", "-version"]
+    assert "Using incubator modules" in _java(plain, *shown, cwd=tmp_path)
+    out = _java(java, *shown, cwd=tmp_path)
+    assert "Using incubator modules" not in out and "kept = a b" in out and "java.version = " in out
+    # a class of its own in a jar, an AOT cache of it made and used with the option Spark adds
+    (tmp_path / "Hello.java").write_text('public class Hello { public static void main(String[] a) { '
+                                         'System.out.println("hello"); } }')
+    subprocess.run([str(Path(home) / "bin" / "javac"), "Hello.java"], cwd=tmp_path, check=True, timeout=120)
+    subprocess.run([str(Path(home) / "bin" / "jar"), "cf", "hello.jar", "Hello.class"], cwd=tmp_path, check=True,
+                   timeout=120)
+    (tmp_path / "Hello.class").unlink()
+    for runner in (java, plain):
+        cache = tmp_path / f"{runner.parent.parent.name}.aot"
+        _java(runner, f"-XX:AOTCacheOutput={cache}", jvm_home.LEFT_OUT, "-cp", "hello.jar", "Hello", cwd=tmp_path)
+        used = _java(runner, f"-XX:AOTCache={cache}", "-Xlog:aot=info", jvm_home.LEFT_OUT, "-cp", "hello.jar",
+                     "Hello", cwd=tmp_path)
+        linked = "Using AOT-linked classes: true" in used
+        assert "hello" in used and linked == (runner == java), used[-2000:]
+
+
+def test_only_jdk_25_and_later_get_a_launcher_home(tmp_path, monkeypatch):
+    monkeypatch.setattr(jvm_home, "_CHECKOUT_CHOICES", tmp_path / "choices")
+    jdk = tmp_path / "jdk-17"
+    (jdk / "bin").mkdir(parents=True)
+    (jdk / "release").write_text('IMPLEMENTOR="x"\nJAVA_VERSION="17.0.15"\n')
+    assert jvm_home.major_version(str(jdk)) == 17 and jvm_home.launcher_home(str(jdk)) == str(jdk)
+    assert not (tmp_path / "choices").exists()
