@@ -51,6 +51,10 @@ def _mapped_files(spark) -> str:
 def test_the_driver_jvm_maps_the_class_archive_make_install_built(spark):
     """A JVM that refuses its archive (another class path, another JDK) says nothing and starts slowly: only its
     mapped files show whether the classes dumped at install are in use (docs/performance.md, "Starting a JVM")."""
+    if jvm_home.through_launcher() and not os.environ.get(jvm_archive.ARCHIVE_ENV):
+        # without the cache the JVMs would map the class-data archive, and its dump's failure would go unseen
+        cache = jvm_archive.aot_cache_path()
+        assert cache.is_file(), f"no AOT cache at {cache}: its dump failed (see {cache}.log)"
     archive = jvm_archive.archive_path()
     if not archive.is_file():
         missing(f"no JVM class-data archive at {archive}: `make install` builds it "
