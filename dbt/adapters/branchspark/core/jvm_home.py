@@ -7,7 +7,7 @@ The choice is kept per pyspark version (`.jars/jdk/spark-<version>`, beside the 
 a checkout's environment of another pyspark (Spark 4.1's, whose Hadoop cannot start on JDK 25) finds none and
 keeps its own. A JDK that is no longer there is not chosen.
 
-On JDK 25 and later the choice is a launcher home (`.jars/jdk/launcher-<version>`, made by `make install`): links to
+On JDK 25 and later the choice is a launcher home (`.jars/jdk/launcher-<jdk>`, made by `make install`): links to
 the JDK's own files, but a `bin/java` that leaves out the one option Spark's launcher gives every JVM that keeps the
 JDK's AOT cache from linking classes ahead and replaying method profiles: `--add-modules=jdk.incubator.vector`
 (with an added module the JDK archives no module graph, and without one no AOT-linked classes). Only MLlib's
