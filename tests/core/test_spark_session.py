@@ -5,6 +5,7 @@ Before, the dbt adapter's own factory turned ANSI mode off on every session it r
 """
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -140,8 +141,33 @@ def test_the_aot_cache_is_mapped_only_through_a_launcher_home(tmp_path, monkeypa
     jvm_archive.aot_cache_path().unlink()  # not built: the class-data archive, which any JVM of that JDK maps
     assert jvm_archive.archive_path() == jvm_archive.class_archive_path()
     jvm_archive.aot_cache_path().write_bytes(b"x")
+    # a JAVA_HOME that is the launcher home (tests/connect_server.sh, spark_cluster.sh export the choice so)
+    monkeypatch.delenv(jvm_home.JAVA_HOME_ENV)
+    monkeypatch.setenv("JAVA_HOME", str(launcher))
+    assert jvm_home.through_launcher() and jvm_archive.archive_path() == jvm_archive.aot_cache_path()
     (launcher / jvm_home.LAUNCHER_MARK).unlink()  # a JDK home itself
     assert not jvm_home.through_launcher() and jvm_archive.archive_path() == jvm_archive.class_archive_path()
+    monkeypatch.setenv(jvm_home.JAVA_HOME_ENV, str(launcher))
+    assert not jvm_home.through_launcher() and jvm_archive.archive_path() == jvm_archive.class_archive_path()
+
+
+def test_a_connect_server_on_the_launcher_home_maps_the_aot_cache(tmp_path):
+    """Regression (2026-12-07): tests/connect_server.sh exports the chosen launcher home as JAVA_HOME, and its
+    server's options then named the class-data archive, not the AOT cache: only branchspark's own choice counted
+    as a launcher. The script's own step, run twice as it runs it: a fresh process given that JAVA_HOME."""
+    jdk = _jdk_with_aot_linking()
+    home = jvm_home.java_home()
+    if jvm_home.jdk_of(home) == home:
+        pytest.skip(f"branchspark's JVMs run on {home} itself, not a launcher home (`make install JDK=...`)")
+    if not jvm_archive.aot_cache_path().is_file():
+        pytest.skip(f"no AOT cache at {jvm_archive.aot_cache_path()} (`make install` builds it on {jdk})")
+    env = {k: v for k, v in os.environ.items() if k not in (jvm_home.JAVA_HOME_ENV, jvm_archive.ARCHIVE_ENV)}
+    env["JAVA_HOME"] = home
+    for _ in range(2):
+        done = subprocess.run([sys.executable, "-m", "dbt.adapters.branchspark.core.spark_session", "local[2]",
+                               "-Xss4m"], env=env, capture_output=True, text=True, timeout=120, check=True)
+        assert f"-XX:AOTCache={jvm_archive.aot_cache_path()}" in done.stdout
+        assert "SharedArchiveFile" not in done.stdout
 
 
 def _jdk_with_aot_linking() -> str:

@@ -60,9 +60,10 @@ def jdk_of(home: str) -> str:
 
 
 def through_launcher() -> bool:
-    """Whether branchspark's JVMs start through a launcher home (so an AOT cache can link classes ahead)."""
-    home = java_home()
-    return home is not None and jdk_of(home) != home
+    """Whether branchspark's JVMs start through a launcher home (so an AOT cache can link classes ahead): its own
+    choice, or a JAVA_HOME that is one (tests/connect_server.sh and tests/spark_cluster.sh export the choice)."""
+    home = java_home() or os.environ.get("JAVA_HOME")
+    return bool(home) and jdk_of(home) != home
 
 
 def major_version(jdk: str) -> int | None:
