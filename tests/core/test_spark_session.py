@@ -151,7 +151,7 @@ def test_the_aot_cache_is_mapped_only_through_a_launcher_home(tmp_path, monkeypa
     assert not jvm_home.through_launcher() and jvm_archive.archive_path() == jvm_archive.class_archive_path()
 
 
-def test_a_connect_server_on_the_launcher_home_maps_the_aot_cache(tmp_path):
+def test_the_connect_server_options_on_the_launcher_home_name_the_aot_cache(tmp_path):
     """Regression (2026-12-07): tests/connect_server.sh exports the chosen launcher home as JAVA_HOME, and its
     server's options then named the class-data archive, not the AOT cache: only branchspark's own choice counted
     as a launcher. The script's own step, run twice as it runs it: a fresh process given that JAVA_HOME."""
