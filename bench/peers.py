@@ -33,7 +33,10 @@ and preview steps delta and iceberg_mor).
                 tombstones against Delta's deletion vectors and Iceberg's position deletes (merge-on-read),
                 and the floor: the same hash over a plain Parquet copy of the live rows (written once,
                 untimed), read in this process (Spark 4.3) and in the peers' (Spark 4.1, no target: it shows
-                whether a peer that reads below our floor does so on its Spark's own Parquet reader)
+                whether a peer that reads below our floor does so on its Spark's own Parquet reader); and the
+                layouts' floors (no target): our table's data files and Iceberg merge-on-read's, each read plain
+                by its side's Spark, every row they hold (the deleted and superseded ones, the upserts' small
+                files), what a reader that drops rows by position must read at least
     preview     a CI preview environment of a dbt project of `--preview-tables` tables (20): the 10M-row
                 table and 19 small ones of 10k rows each (1/1000 of the big one; built at setup, untimed).
                 A project's rows sit in a few fact tables, its staging and dimension models are small, and a
@@ -81,6 +84,10 @@ FLOOR_TARGET = 1.1
 # The feed's floors (no target): the files the upsert wrote, read plain by each side's Spark.
 FEED_FLOOR = "its files, plain"  # our segment's and tombstone's files, Spark's Parquet source, no catalog or plans
 DELTA_CDC_FLOOR = "delta cdc, plain"  # the version's _change_data files, Spark 4.1's Parquet source
+# The layout's floors (no target): each table's data files read plain, every row they hold (the deleted ones too):
+# what a reader that drops rows by position must read at least, beside the live rows' floor above
+OUR_FILES = "our files, plain"
+ICEBERG_FILES = "iceberg files, plain"  # Iceberg merge-on-read's data files (not its delete files), Spark 4.1
 # branchspark on the peers' Spark (no target of its own): its ratios to the peers are printed beside ours
 ON_41 = "branchspark, 4.1"
 
@@ -300,17 +307,28 @@ def scan_step(bs, peers, repeats, results, warmup: int = 0, on_41=None) -> None:
     scan = {"branchspark": lambda i: bs.full_scan(),
             **{k: (lambda kk: lambda i: peers("full_scan", kind=kk))(k) for k in ("delta", "iceberg_mor")},
             FLOOR: lambda i: bs.floor_scan(),
-            FLOOR_PEERS: lambda i: peers("parquet_scan", path=bs.floor)}
+            FLOOR_PEERS: lambda i: peers("parquet_scan", path=bs.floor),
+            OUR_FILES: lambda i: bs.files_scan(),
+            ICEBERG_FILES: lambda i: peers("files_scan", kind="iceberg_mor")}
     if on_41:
         scan[ON_41] = lambda i: on_41("full_scan")
     answers = rounds(scan, repeats, lambda label, run, i: run(i), warmup)
     results["scan"] = {label: statistics.median(a["seconds"] for a in runs) for label, runs in answers.items()}
-    sums = {label: tuple(runs[-1]["sum"]) for label, runs in answers.items()}
+    layouts = (OUR_FILES, ICEBERG_FILES)  # every row the files hold: not the live rows' sum
+    sums = {label: tuple(runs[-1]["sum"]) for label, runs in answers.items() if label not in layouts}
     if len(set(sums.values())) != 1:
         raise SystemExit(f"the sides read different rows after the deletes (hash sums): {sums}")
     results["delete 1% (one run)"] = deletes
     report({"scan": results["scan"], "delete 1% (one run)": deletes}, {})
     print(f"rows after the deletes, every side: {counts['branchspark']:,}")
+    held = {label: (answers[label][-1]["sum"][0], answers[label][-1]["files"]) for label in layouts}
+    medians = results["scan"]
+    print("the layouts read plain: " + "; ".join(f"{label} {rows:,} rows in {files} files" for label, (rows, files)
+                                                in held.items())
+          + f"; branchspark / {OUR_FILES} {medians['branchspark'] / medians[OUR_FILES]:.3f}x, iceberg_mor / "
+          f"{ICEBERG_FILES} {medians['iceberg_mor'] / medians[ICEBERG_FILES]:.3f}x (each scan over the files it "
+          f"reads); {OUR_FILES} / {FLOOR} {medians[OUR_FILES] / medians[FLOOR]:.3f}x (the layout over the live rows' floor)",
+          flush=True)
 
 
 def project_rows_each(total: int) -> int:
@@ -354,7 +372,7 @@ def report(results: dict, extra: dict) -> None:
             if label == "branchspark":
                 continue
             ratio = ours / seconds if seconds else float("inf")
-            target = (FLOOR_TARGET if label == FLOOR else None if label in (FLOOR_PEERS, FEED_FLOOR, DELTA_CDC_FLOOR, ON_41)
+            target = (FLOOR_TARGET if label == FLOOR else None if label in (FLOOR_PEERS, FEED_FLOOR, DELTA_CDC_FLOOR, ON_41, OUR_FILES, ICEBERG_FILES)
                       else TARGETS.get(step.split(" (")[0]))
             verdict = "" if target is None else f"  (target <= {target}x: {'ok' if ratio <= target else 'OVER'})"
             print(f"  vs {label:<17} {seconds:9.3f} s   ratio {ratio:8.3f}x{verdict}")

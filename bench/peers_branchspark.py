@@ -88,6 +88,21 @@ class Branchspark:
         total = list(self.spark.read.parquet(self.floor).selectExpr(*peers_side.ROW_HASH_SUM).collect()[0])
         return {"seconds": time.perf_counter() - start, "sum": total}
 
+    def files_scan(self) -> dict:
+        """The layout's floor (no target): the same hash over the data files the table's head names, read plain
+        by Spark's Parquet source: every row they hold, the deleted and the superseded ones too. It is what a
+        reader that drops rows by position must read at least; Iceberg merge-on-read's is peers_side's."""
+        if not hasattr(self, "data_files"):
+            state = self.lh.snapshot("main").state(TABLE)
+            store, warehouse = self.lh.store, self.lh.warehouse
+            self.data_columns = [c.name for c in store.schemas([state.schema_id])[state.schema_id].columns]
+            self.data_files = [warehouse.uri(f"{info.path}/{name}")
+                               for info in store.segments(set(state.segments)).values() for name in info.files]
+        start = time.perf_counter()
+        frame = self.spark.read.parquet(*self.data_files).select(*self.data_columns)
+        total = list(frame.selectExpr(*peers_side.ROW_HASH_SUM).collect()[0])
+        return {"seconds": time.perf_counter() - start, "sum": total, "files": len(self.data_files)}
+
     def count(self) -> dict:
         return {"seconds": 0.0, "count": self.lh.read(TABLE).count()}
 

@@ -162,6 +162,16 @@ class Peers:
         total = list(self.spark.read.parquet(path).selectExpr(*ROW_HASH_SUM).collect()[0])
         return {"seconds": time.perf_counter() - start, "sum": total}
 
+    def files_scan(self, kind: str) -> dict:
+        """The layout's floor (no target): the same hash over the data files an Iceberg table's current snapshot
+        names (not its delete files), read plain by Spark's Parquet source: every row they hold, the deleted
+        ones too; what its merge-on-read scan must read at least."""
+        paths = [r[0] for r in self.spark.sql(
+            f"SELECT file_path FROM {self.table(kind)}.data_files").collect()]
+        start = time.perf_counter()
+        total = list(self.spark.read.parquet(*paths).selectExpr(*ROW_HASH_SUM).collect()[0])
+        return {"seconds": time.perf_counter() - start, "sum": total, "files": len(paths)}
+
     def change_rows(self, kind: str, total: int, changed: int, round_index: int, recent: bool = False) -> dict:
         """The source moves on (bench/import.py): a third of `changed` rows updated, a third deleted (both spread
         over the table, or `recent`: two blocks of the highest ids, lower each round) and a third inserted past its
