@@ -32,6 +32,8 @@ class Branchspark:
         self.root = root
         self.lh = Lakehouse(self.spark, os.path.join(root, "warehouse"))
         self.floor = None
+        self.data_files: list[str] | None = None  # files_scan's, listed once: the scans run after the last change
+        self.data_columns: list[str] = []
 
     def setup(self, total: int) -> dict:
         data = peers_side.rows(self.spark, 0, total).repartition(4)
@@ -92,7 +94,7 @@ class Branchspark:
         """The layout's floor (no target): the same hash over the data files the table's head names, read plain
         by Spark's Parquet source: every row they hold, the deleted and the superseded ones too. It is what a
         reader that drops rows by position must read at least; Iceberg merge-on-read's is peers_side's."""
-        if not hasattr(self, "data_files"):
+        if self.data_files is None:
             state = self.lh.snapshot("main").state(TABLE)
             store, warehouse = self.lh.store, self.lh.warehouse
             self.data_columns = [c.name for c in store.schemas([state.schema_id])[state.schema_id].columns]
