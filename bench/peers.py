@@ -90,6 +90,8 @@ OUR_FILES = "our files, plain"
 ICEBERG_FILES = "iceberg files, plain"  # Iceberg merge-on-read's data files (not its delete files), Spark 4.1
 # branchspark on the peers' Spark (no target of its own): its ratios to the peers are printed beside ours
 ON_41 = "branchspark, 4.1"
+# the columns printed beside the peers' for what they show, with no target of their own
+NO_TARGET = (FLOOR_PEERS, FEED_FLOOR, DELTA_CDC_FLOOR, ON_41, OUR_FILES, ICEBERG_FILES)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import peers_side  # noqa: E402  (stdlib and pyspark only: the same rows on both sides)
@@ -327,8 +329,8 @@ def scan_step(bs, peers, repeats, results, warmup: int = 0, on_41=None) -> None:
                                                 in held.items())
           + f"; branchspark / {OUR_FILES} {medians['branchspark'] / medians[OUR_FILES]:.3f}x, iceberg_mor / "
           f"{ICEBERG_FILES} {medians['iceberg_mor'] / medians[ICEBERG_FILES]:.3f}x (each scan over the files it "
-          f"reads); {OUR_FILES} / {FLOOR} {medians[OUR_FILES] / medians[FLOOR]:.3f}x (the layout over the live rows' floor)",
-          flush=True)
+          f"reads); {OUR_FILES} / {FLOOR} {medians[OUR_FILES] / medians[FLOOR]:.3f}x (the layout over the live "
+          f"rows' floor)", flush=True)
 
 
 def project_rows_each(total: int) -> int:
@@ -372,7 +374,7 @@ def report(results: dict, extra: dict) -> None:
             if label == "branchspark":
                 continue
             ratio = ours / seconds if seconds else float("inf")
-            target = (FLOOR_TARGET if label == FLOOR else None if label in (FLOOR_PEERS, FEED_FLOOR, DELTA_CDC_FLOOR, ON_41, OUR_FILES, ICEBERG_FILES)
+            target = (FLOOR_TARGET if label == FLOOR else None if label in NO_TARGET
                       else TARGETS.get(step.split(" (")[0]))
             verdict = "" if target is None else f"  (target <= {target}x: {'ok' if ratio <= target else 'OVER'})"
             print(f"  vs {label:<17} {seconds:9.3f} s   ratio {ratio:8.3f}x{verdict}")
